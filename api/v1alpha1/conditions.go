@@ -1,0 +1,36 @@
+package v1alpha1
+
+// Condition types of a ScratchVolume.
+const (
+	// ConditionReady sums up the others: True when every target is injected and rolled out.
+	ConditionReady = "Ready"
+	// ConditionTargetFound is True when the target selects at least one StatefulSet.
+	ConditionTargetFound = "TargetFound"
+	// ConditionMemoryBudget is False when a container's memory cannot hold the volume.
+	ConditionMemoryBudget = "MemoryBudget"
+	// ConditionInjected is True when every selected StatefulSet carries the volume.
+	ConditionInjected = "Injected"
+	// ConditionRolledOut is True when every pod of every target runs the injected template.
+	ConditionRolledOut = "RolledOut"
+	// ConditionConflict is True when the injection would collide with something the user or another
+	// ScratchVolume owns; the StatefulSet is then left untouched.
+	ConditionConflict = "Conflict"
+)
+
+// Condition types of a NodeIOProfile.
+const (
+	// ConditionProbed is True when the last probe run completed.
+	ConditionProbed = "Probed"
+	// ConditionReadAheadApplied is True when every device a policy selects has its value.
+	ConditionReadAheadApplied = "ReadAheadApplied"
+	// ConditionDegraded is True when a probe target or a device could not be handled.
+	ConditionDegraded = "Degraded"
+)
+
+// Condition types of a ReadAheadPolicy.
+const (
+	// ConditionApplied is True when every matched node applied the policy.
+	ConditionApplied = "Applied"
+	// ConditionOverridden is True when a policy of higher priority wins on some device.
+	ConditionOverridden = "Overridden"
+)

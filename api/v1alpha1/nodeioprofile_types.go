@@ -1,0 +1,388 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TargetKind tells what kind of storage a probe target is.
+//
+// +kubebuilder:validation:Enum=Tmpfs;Disk
+type TargetKind string
+
+const (
+	// TargetTmpfs is a RAM-backed filesystem (tmpfs, ramfs).
+	TargetTmpfs TargetKind = "Tmpfs"
+	// TargetDisk is a filesystem on a block device.
+	TargetDisk TargetKind = "Disk"
+)
+
+// StorageProvenance says what a probe measured, so that two results can be compared honestly.
+type StorageProvenance struct {
+	// FilesystemType as the kernel names it (tmpfs, ext4, xfs, btrfs, …).
+	//
+	// +optional
+	FilesystemType string `json:"filesystemType,omitempty"`
+
+	// MountOptions of the filesystem, as in /proc/self/mountinfo.
+	//
+	// +optional
+	MountOptions string `json:"mountOptions,omitempty"`
+
+	// Device is the kernel name of the whole-disk block device under the filesystem (vda, nvme0n1,
+	// dm-0), the name node_exporter uses in its `device` label. Empty for tmpfs.
+	//
+	// +optional
+	Device string `json:"device,omitempty"`
+
+	// Rotational is true for spinning disks (queue/rotational).
+	//
+	// +optional
+	Rotational *bool `json:"rotational,omitempty"`
+
+	// Scheduler is the device's active I/O scheduler (queue/scheduler).
+	//
+	// +optional
+	Scheduler string `json:"scheduler,omitempty"`
+
+	// ReadAheadKiB is the device's read-ahead in KiB (queue/read_ahead_kb) when it was probed.
+	//
+	// +optional
+	ReadAheadKiB *int64 `json:"readAheadKiB,omitempty"`
+}
+
+// ThroughputResult is one streaming measurement.
+type ThroughputResult struct {
+	// Bytes moved.
+	//
+	// +optional
+	Bytes int64 `json:"bytes,omitempty"`
+
+	// BlockSizeBytes is the size of each read or write call.
+	//
+	// +optional
+	BlockSizeBytes int64 `json:"blockSizeBytes,omitempty"`
+
+	// BytesPerSecond is Bytes divided by the elapsed time.
+	//
+	// +optional
+	BytesPerSecond int64 `json:"bytesPerSecond,omitempty"`
+
+	// Unsupported explains why the filesystem refused this workload (for example O_DIRECT on a tmpfs
+	// before Linux 6.6). When set, no figure is reported.
+	//
+	// +optional
+	Unsupported string `json:"unsupported,omitempty"`
+}
+
+// SequentialWriteResult is a `dd bs=128M count=2`-style write.
+type SequentialWriteResult struct {
+	// Bytes written.
+	//
+	// +optional
+	Bytes int64 `json:"bytes,omitempty"`
+
+	// BlockSizeBytes is the size of each write call.
+	//
+	// +optional
+	BlockSizeBytes int64 `json:"blockSizeBytes,omitempty"`
+
+	// BufferedBytesPerSecond is the rate until the last write returned (data may still be dirty in
+	// the page cache), like plain dd.
+	//
+	// +optional
+	BufferedBytesPerSecond int64 `json:"bufferedBytesPerSecond,omitempty"`
+
+	// FdatasyncBytesPerSecond includes a final fdatasync, like `dd conv=fdatasync`.
+	//
+	// +optional
+	FdatasyncBytesPerSecond int64 `json:"fdatasyncBytesPerSecond,omitempty"`
+}
+
+// FileChurnResult is a small-file create/write/close then read/close/unlink loop.
+type FileChurnResult struct {
+	// FileSizeBytes is the size of each file.
+	//
+	// +required
+	FileSizeBytes int64 `json:"fileSizeBytes"`
+
+	// Files is how many files were created, read and removed.
+	//
+	// +optional
+	Files int32 `json:"files,omitempty"`
+
+	// CreateFilesPerSecond is the rate of create+write+close.
+	//
+	// +optional
+	CreateFilesPerSecond int64 `json:"createFilesPerSecond,omitempty"`
+
+	// ReadUnlinkFilesPerSecond is the rate of open+read+close+unlink.
+	//
+	// +optional
+	ReadUnlinkFilesPerSecond int64 `json:"readUnlinkFilesPerSecond,omitempty"`
+
+	// ElapsedMicroseconds is the time of the whole loop.
+	//
+	// +optional
+	ElapsedMicroseconds int64 `json:"elapsedMicroseconds,omitempty"`
+}
+
+// HistogramBucket is one cumulative histogram bucket, as in Prometheus.
+type HistogramBucket struct {
+	// UpperBoundMicroseconds is the bucket's inclusive upper bound.
+	//
+	// +required
+	UpperBoundMicroseconds int64 `json:"upperBoundMicroseconds"`
+
+	// Count of samples at or below the bound.
+	//
+	// +required
+	Count int64 `json:"count"`
+}
+
+// FdatasyncResult is etcd's disk check: small sequential writes, each followed by fdatasync.
+type FdatasyncResult struct {
+	// WriteSizeBytes is the size of each write (etcd's WAL check uses 2300 bytes).
+	//
+	// +optional
+	WriteSizeBytes int64 `json:"writeSizeBytes,omitempty"`
+
+	// Samples is the number of write+fdatasync pairs measured.
+	//
+	// +optional
+	Samples int32 `json:"samples,omitempty"`
+
+	// P50Microseconds is the median fdatasync latency.
+	//
+	// +optional
+	P50Microseconds int64 `json:"p50Microseconds,omitempty"`
+
+	// P99Microseconds is the 99th percentile fdatasync latency; etcd wants it below 10 ms.
+	//
+	// +optional
+	P99Microseconds int64 `json:"p99Microseconds,omitempty"`
+
+	// Buckets is a cumulative histogram with etcd's wal_fsync_duration_seconds boundaries.
+	//
+	// +optional
+	Buckets []HistogramBucket `json:"buckets,omitempty"`
+}
+
+// ProbeTargetResult holds every measurement for one directory.
+type ProbeTargetResult struct {
+	// Name identifies the target in this profile (for example tmpfs or disk).
+	//
+	// +required
+	Name string `json:"name"`
+
+	// Path is the directory probed, as the agent sees it.
+	//
+	// +required
+	Path string `json:"path"`
+
+	// Kind is Tmpfs or Disk.
+	//
+	// +optional
+	Kind TargetKind `json:"kind,omitempty"`
+
+	// Provenance describes the storage under Path.
+	//
+	// +optional
+	Provenance StorageProvenance `json:"provenance,omitempty"`
+
+	// SequentialWrite is a large streaming write (dd bs=128M count=2).
+	//
+	// +optional
+	SequentialWrite *SequentialWriteResult `json:"sequentialWrite,omitempty"`
+
+	// DirectWrite is an O_DIRECT streaming write with 512 KiB blocks (dd bs=512k oflag=direct).
+	//
+	// +optional
+	DirectWrite *ThroughputResult `json:"directWrite,omitempty"`
+
+	// ColdRead reads the sequential-write file back after evicting it from the page cache.
+	//
+	// +optional
+	ColdRead *ThroughputResult `json:"coldRead,omitempty"`
+
+	// FileChurn holds one result per file size (5000 and 5000000 bytes by default).
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=fileSizeBytes
+	FileChurn []FileChurnResult `json:"fileChurn,omitempty"`
+
+	// Fdatasync is the small-write sync latency.
+	//
+	// +optional
+	Fdatasync *FdatasyncResult `json:"fdatasync,omitempty"`
+
+	// DeviceRead is a buffered read of the raw block device (hdparm -t), when a device was given.
+	//
+	// +optional
+	DeviceRead *ThroughputResult `json:"deviceRead,omitempty"`
+
+	// Error says why this target could not be probed (or not completely).
+	//
+	// +optional
+	Error string `json:"error,omitempty"`
+}
+
+// Speedup holds tmpfs-over-disk ratios as decimal strings with two decimals ("9.40"): how many
+// times faster the tmpfs target was. A ratio is empty when either side is missing.
+type Speedup struct {
+	// TmpfsTarget and DiskTarget name the two results compared.
+	//
+	// +optional
+	TmpfsTarget string `json:"tmpfsTarget,omitempty"`
+
+	// DiskTarget names the disk result compared.
+	//
+	// +optional
+	DiskTarget string `json:"diskTarget,omitempty"`
+
+	// SequentialWrite compares FdatasyncBytesPerSecond of the sequential write.
+	//
+	// +optional
+	SequentialWrite string `json:"sequentialWrite,omitempty"`
+
+	// ColdRead compares the cold sequential read.
+	//
+	// +optional
+	ColdRead string `json:"coldRead,omitempty"`
+
+	// SmallFiles compares create rates of the smallest file size.
+	//
+	// +optional
+	SmallFiles string `json:"smallFiles,omitempty"`
+
+	// Fdatasync compares p99 fdatasync latency (disk p99 / tmpfs p99).
+	//
+	// +optional
+	Fdatasync string `json:"fdatasync,omitempty"`
+}
+
+// DeviceReadAheadStatus is the read-ahead state of one block device on the node.
+type DeviceReadAheadStatus struct {
+	// Device is the kernel name (sda, nvme0n1, dm-0).
+	//
+	// +required
+	Device string `json:"device"`
+
+	// MajorMinor is the device number, "MAJ:MIN".
+	//
+	// +optional
+	MajorMinor string `json:"majorMinor,omitempty"`
+
+	// Policy is the ReadAheadPolicy that applies to the device.
+	//
+	// +optional
+	Policy string `json:"policy,omitempty"`
+
+	// OriginalKiB is the read-ahead found before the first change, saved on the host and restored
+	// when no policy applies any more.
+	//
+	// +optional
+	OriginalKiB *int64 `json:"originalKiB,omitempty"`
+
+	// DesiredKiB is what the policy asks for.
+	//
+	// +optional
+	DesiredKiB *int64 `json:"desiredKiB,omitempty"`
+
+	// CurrentKiB is what the kernel reports now (it rounds to whole pages).
+	//
+	// +optional
+	CurrentKiB *int64 `json:"currentKiB,omitempty"`
+
+	// LastAppliedTime is when the agent last wrote the device's read-ahead.
+	//
+	// +optional
+	LastAppliedTime *metav1.Time `json:"lastAppliedTime,omitempty"`
+
+	// Message explains a device that could not be tuned.
+	//
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// NodeIOProfileStatus is written by the node agent.
+type NodeIOProfileStatus struct {
+	// Conditions: Probed, ReadAheadApplied and Degraded.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Kernel is the node's kernel release (uname -r).
+	//
+	// +optional
+	Kernel string `json:"kernel,omitempty"`
+
+	// LastRunTime is when the last probe run finished.
+	//
+	// +optional
+	LastRunTime *metav1.Time `json:"lastRunTime,omitempty"`
+
+	// LastRunDurationMilliseconds is how long the last probe run took.
+	//
+	// +optional
+	LastRunDurationMilliseconds int64 `json:"lastRunDurationMilliseconds,omitempty"`
+
+	// Targets holds the results per probed directory.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Targets []ProbeTargetResult `json:"targets,omitempty"`
+
+	// Speedup compares the tmpfs target with the disk target.
+	//
+	// +optional
+	Speedup *Speedup `json:"speedup,omitempty"`
+
+	// ReadAhead is the read-ahead state of every device a ReadAheadPolicy selects on this node.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=device
+	ReadAhead []DeviceReadAheadStatus `json:"readAhead,omitempty"`
+}
+
+// NodeIOProfile is one node's measured tmpfs and disk performance and its read-ahead state. The node
+// agent creates it, named after the node and owned by the Node, and writes its status. Annotate it
+// with dbtune.io/probe-requested to ask for a new measurement.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=niop;ioprofile,categories=dbtune
+// +kubebuilder:printcolumn:name="Write-Speedup",type=string,JSONPath=`.status.speedup.sequentialWrite`,description="tmpfs/disk sequential write (with fdatasync)"
+// +kubebuilder:printcolumn:name="Read-Speedup",type=string,JSONPath=`.status.speedup.coldRead`,description="tmpfs/disk cold sequential read"
+// +kubebuilder:printcolumn:name="Small-Files-Speedup",type=string,JSONPath=`.status.speedup.smallFiles`,description="tmpfs/disk small-file create rate"
+// +kubebuilder:printcolumn:name="Fsync-Speedup",type=string,JSONPath=`.status.speedup.fdatasync`,description="disk/tmpfs fdatasync p99"
+// +kubebuilder:printcolumn:name="Probed",type=string,JSONPath=`.status.conditions[?(@.type=="Probed")].status`
+// +kubebuilder:printcolumn:name="Read-Ahead",type=string,JSONPath=`.status.conditions[?(@.type=="ReadAheadApplied")].status`
+// +kubebuilder:printcolumn:name="Kernel",type=string,JSONPath=`.status.kernel`,priority=1
+// +kubebuilder:printcolumn:name="Last-Run",type=date,JSONPath=`.status.lastRunTime`
+type NodeIOProfile struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Status is written by the node agent.
+	//
+	// +optional
+	Status NodeIOProfileStatus `json:"status,omitempty"`
+}
+
+// NodeIOProfileList is a list of NodeIOProfiles.
+//
+// +kubebuilder:object:root=true
+type NodeIOProfileList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeIOProfile `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&NodeIOProfile{}, &NodeIOProfileList{})
+}

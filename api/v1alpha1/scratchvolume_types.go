@@ -1,0 +1,404 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Purpose says what a scratch volume is for; it decides the default mount path and whether the
+// controller also configures a database to use the volume.
+//
+// +kubebuilder:validation:Enum=MySQLTmpdir;Generic
+type Purpose string
+
+const (
+	// PurposeMySQLTmpdir mounts the volume into a MySQL, MariaDB or Percona container and points the
+	// server's `tmpdir` at it, keeping every directory that must survive a restart on disk.
+	PurposeMySQLTmpdir Purpose = "MySQLTmpdir"
+
+	// PurposeGeneric only mounts the volume; the workload decides what to write there.
+	PurposeGeneric Purpose = "Generic"
+)
+
+// Default mount paths, one per purpose. The MySQL one is a sibling of the usual data directory,
+// never inside it: MariaDB and MySQL 5.7 show every directory inside the datadir as a database.
+const (
+	DefaultMySQLTmpdirMountPath = "/var/lib/mysql-tmp"
+	DefaultGenericMountPath     = "/scratch"
+)
+
+// MaxScratchVolumeSize is the largest size a ScratchVolume accepts. Beyond it a local disk is the
+// better scratch space, and a mistyped unit (Ti for Gi) must not reach a pod template.
+const MaxScratchVolumeSize = "64Gi"
+
+// MySQLFlavor names a MySQL-compatible server distribution.
+//
+// +kubebuilder:validation:Enum=MySQL;MariaDB;PerconaServer;PerconaXtraDBCluster
+type MySQLFlavor string
+
+const (
+	// FlavorMySQL is Oracle MySQL (including images that repackage it, such as bitnami/mysql).
+	FlavorMySQL MySQLFlavor = "MySQL"
+	// FlavorMariaDB is MariaDB Server.
+	FlavorMariaDB MySQLFlavor = "MariaDB"
+	// FlavorPerconaServer is Percona Server for MySQL.
+	FlavorPerconaServer MySQLFlavor = "PerconaServer"
+	// FlavorPerconaXtraDBCluster is Percona XtraDB Cluster (Galera with SST through xtrabackup).
+	FlavorPerconaXtraDBCluster MySQLFlavor = "PerconaXtraDBCluster"
+)
+
+// InjectionMode says how server options reach the database.
+//
+// +kubebuilder:validation:Enum=ConfigFile;Args
+type InjectionMode string
+
+const (
+	// InjectionConfigFile mounts a my.cnf drop-in file from a ConfigMap owned by the ScratchVolume
+	// into the server's include directory. Nothing in the container's args changes, so GitOps tools
+	// that own the args never fight the controller.
+	InjectionConfigFile InjectionMode = "ConfigFile"
+
+	// InjectionArgs appends `--tmpdir=…` style flags to the container's args. Args are an atomic list
+	// under server-side apply: the controller then owns the whole list.
+	InjectionArgs InjectionMode = "Args"
+)
+
+// InnoDBTmpdirPlacement says where `innodb_tmpdir` (online ALTER TABLE sort files) goes.
+//
+// +kubebuilder:validation:Enum=Disk;Memory
+type InnoDBTmpdirPlacement string
+
+const (
+	// InnoDBTmpdirDisk keeps online-DDL sort files on the persistent volume. Those files can be as
+	// large as the table being rebuilt, so RAM is rarely the right place.
+	InnoDBTmpdirDisk InnoDBTmpdirPlacement = "Disk"
+
+	// InnoDBTmpdirMemory places online-DDL sort files on the scratch volume as well.
+	InnoDBTmpdirMemory InnoDBTmpdirPlacement = "Memory"
+)
+
+// MemoryAccounting says how the scratch volume's memory is weighed against the container's.
+//
+// +kubebuilder:validation:Enum=Validate;Reserve;Ignore
+type MemoryAccounting string
+
+const (
+	// MemoryValidate injects only when the container's memory limit covers the volume size plus the
+	// database's own needs; otherwise the StatefulSet is left untouched and MemoryBudget is False.
+	MemoryValidate MemoryAccounting = "Validate"
+
+	// MemoryReserve adds the volume size to the container's memory request and limit.
+	MemoryReserve MemoryAccounting = "Reserve"
+
+	// MemoryIgnore injects without looking at memory. tmpfs pages are charged to the container's
+	// memory cgroup: the user takes the risk of an OOM kill.
+	MemoryIgnore MemoryAccounting = "Ignore"
+)
+
+// DefaultMemoryHeadroom is what Validate assumes the database needs beyond the scratch volume when
+// neither spec.memory.headroom nor an innodb_buffer_pool_size in the container says more.
+const DefaultMemoryHeadroom = "256Mi"
+
+// ScratchTarget selects StatefulSets in the ScratchVolume's namespace: one by name, or all that match
+// a label selector (including those created later).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.name) || has(self.selector)",message="spec.target needs either name (one StatefulSet) or selector (StatefulSets by label)"
+// +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.selector))",message="spec.target.name and spec.target.selector are mutually exclusive: set only one of them"
+// +kubebuilder:validation:XValidation:rule="!has(self.selector) || (has(self.selector.matchLabels) && size(self.selector.matchLabels) > 0) || (has(self.selector.matchExpressions) && size(self.selector.matchExpressions) > 0)",message="spec.target.selector must have at least one matchLabels entry or matchExpressions term: an empty selector would select every StatefulSet in the namespace"
+// +kubebuilder:validation:XValidation:rule="!has(self.selector) || !has(self.selector.matchExpressions) || self.selector.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="spec.target.selector.matchExpressions[].operator must be one of In, NotIn, Exists, DoesNotExist"
+// +kubebuilder:validation:XValidation:rule="!has(self.selector) || !has(self.selector.matchExpressions) || self.selector.matchExpressions.all(e, e.operator in ['In', 'NotIn'] ? (has(e.values) && size(e.values) > 0) : (!has(e.values) || size(e.values) == 0))",message="spec.target.selector.matchExpressions[]: In and NotIn need at least one value, Exists and DoesNotExist take none"
+type ScratchTarget struct {
+	// Name of one StatefulSet in the ScratchVolume's namespace. The StatefulSet may be created
+	// after the ScratchVolume: it is injected as soon as it appears.
+	//
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.target.name must be a StatefulSet name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
+	Name string `json:"name,omitempty"`
+
+	// Selector picks every StatefulSet in the namespace whose labels match, now and later. It must
+	// not be empty.
+	//
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// MySQLSpec tunes how a MySQLTmpdir volume is wired into the database. Every field is optional:
+// the controller detects the flavour and version from the container image.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.version) || has(self.flavor)",message="spec.mysql.version needs spec.mysql.flavor: say which server the version belongs to"
+type MySQLSpec struct {
+	// Flavor overrides the server flavour detected from the image. Set it (with version) for images
+	// the controller cannot classify, such as a private build named after your company.
+	//
+	// +optional
+	Flavor MySQLFlavor `json:"flavor,omitempty"`
+
+	// Version overrides the server version detected from the image, as MAJOR.MINOR or
+	// MAJOR.MINOR.PATCH. It decides option names: MySQL 8.0.26 and later read replica_load_tmpdir,
+	// older MySQL and every MariaDB read slave_load_tmpdir.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+[.][0-9]+([.][0-9]+)?$')",message="spec.mysql.version must look like 8.0 or 8.0.36"
+	Version string `json:"version,omitempty"`
+
+	// Injection says how options reach the server: ConfigFile (default) mounts a my.cnf drop-in
+	// file into the server's include directory; Args appends command-line flags.
+	//
+	// +optional
+	// +kubebuilder:default=ConfigFile
+	Injection InjectionMode `json:"injection,omitempty"`
+
+	// ConfigDir overrides the include directory the server reads drop-in files from (for example
+	// /etc/mysql/conf.d). Default: the directory the detected image's my.cnf includes.
+	//
+	// +optional
+	ConfigDir AbsolutePath `json:"configDir,omitempty"`
+
+	// DataDir overrides the server's data directory. Default: the detected image's data directory,
+	// /var/lib/mysql for the official images.
+	//
+	// +optional
+	DataDir AbsolutePath `json:"dataDir,omitempty"`
+
+	// ReplicaLoadDir overrides where a replica keeps the SQL_LOAD-* files of a replicated LOAD DATA
+	// (slave_load_tmpdir / replica_load_tmpdir). It must be on the persistent volume: a replica that
+	// restarts between the events of one LOAD DATA needs those files. Default: a directory beside
+	// the data directory on the same persistent volume.
+	//
+	// +optional
+	ReplicaLoadDir AbsolutePath `json:"replicaLoadDir,omitempty"`
+
+	// InnoDBTmpdir says where innodb_tmpdir (online ALTER TABLE sort files) goes: Disk (default)
+	// keeps it on the persistent volume, Memory puts it on the scratch volume.
+	//
+	// +optional
+	// +kubebuilder:default=Disk
+	InnoDBTmpdir InnoDBTmpdirPlacement `json:"innodbTmpdir,omitempty"`
+}
+
+// MemorySpec says how the scratch volume's memory is accounted for.
+type MemorySpec struct {
+	// Accounting is Validate (default: inject only when the container's memory limit covers size
+	// plus headroom), Reserve (add size to the container's memory request and limit) or Ignore.
+	//
+	// +optional
+	// +kubebuilder:default=Validate
+	Accounting MemoryAccounting `json:"accounting,omitempty"`
+
+	// Headroom is the memory, in bytes, that Validate reserves for the database beyond the scratch
+	// volume when the container does not set innodb_buffer_pool_size. Default: 256Mi.
+	//
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && !quantity(string(self)).isLessThan(quantity('0'))",message="spec.memory.headroom must be a non-negative quantity of bytes such as 256Mi or 1Gi"
+	Headroom *resource.Quantity `json:"headroom,omitempty"`
+}
+
+// AbsolutePath is a clean absolute path inside a container.
+//
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=512
+// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="must be an absolute path starting with '/'"
+// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)') && !self.contains('//') && (self == '/' || !self.endsWith('/'))",message="must be a clean path: no '.' or '..' segments, no '//', no trailing '/'"
+// +kubebuilder:validation:XValidation:rule="self != '/'",message="must not be the root directory '/'"
+// +kubebuilder:validation:XValidation:rule="!self.matches('^/(proc|sys|dev|etc)(/|$)')",message="must not be /proc, /sys, /dev or /etc or lie under them: those belong to the container runtime"
+type AbsolutePath string
+
+// ScratchVolumeSpec is what a user asks for: a RAM volume of a size, for a purpose, in some
+// StatefulSets.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.mysql) || self.purpose == 'MySQLTmpdir'",message="spec.mysql is only allowed when spec.purpose is MySQLTmpdir"
+// +kubebuilder:validation:XValidation:rule="self.purpose != 'MySQLTmpdir' || !has(self.mountPath) || !self.mountPath.matches('^(/var/lib/mysql|/var/lib/mariadb|/bitnami/mysql/data|/bitnami/mariadb/data)(/|$)')",message="spec.mountPath must not be a database data directory or lie inside one (/var/lib/mysql, /var/lib/mariadb, /bitnami/mysql/data, /bitnami/mariadb/data): choose a sibling such as /var/lib/mysql-tmp",fieldPath=".mountPath"
+// +kubebuilder:validation:XValidation:rule="!has(self.mountPath) || !has(self.mysql) || !has(self.mysql.dataDir) || !(self.mountPath == self.mysql.dataDir || self.mountPath.startsWith(self.mysql.dataDir + '/'))",message="spec.mountPath must not be spec.mysql.dataDir or lie inside it: the scratch volume would hide the data",fieldPath=".mountPath"
+// +kubebuilder:validation:XValidation:rule="!has(self.mysql) || !has(self.mysql.replicaLoadDir) || !(self.mysql.replicaLoadDir == (has(self.mountPath) ? self.mountPath : '/var/lib/mysql-tmp') || self.mysql.replicaLoadDir.startsWith((has(self.mountPath) ? self.mountPath : '/var/lib/mysql-tmp') + '/'))",message="spec.mysql.replicaLoadDir must not be on the scratch volume: a replica needs its SQL_LOAD files after a restart; choose a directory on the persistent volume",fieldPath=".mysql.replicaLoadDir"
+type ScratchVolumeSpec struct {
+	// Target selects the StatefulSets, in this namespace, that get the scratch volume.
+	//
+	// +required
+	Target ScratchTarget `json:"target"`
+
+	// Size is the capacity of the RAM volume in bytes (512Mi, 2Gi, …): the emptyDir's sizeLimit and,
+	// because tmpfs pages are charged to the container's memory cgroup, memory the container must
+	// have. At most 64Gi.
+	//
+	// +required
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.size must be a positive quantity of bytes such as 512Mi or 4Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !quantity(string(self)).isGreaterThan(quantity('64Gi'))",message="spec.size must be at most 64Gi"
+	Size resource.Quantity `json:"size"`
+
+	// Purpose is MySQLTmpdir (default: mount the volume and point the database's tmpdir at it) or
+	// Generic (only mount it). It cannot change after creation.
+	//
+	// +optional
+	// +kubebuilder:default=MySQLTmpdir
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.purpose is immutable: create a new ScratchVolume for another purpose"
+	Purpose Purpose `json:"purpose,omitempty"`
+
+	// Container is the name of the container that gets the volume. Default: the database container
+	// (for MySQLTmpdir, the one running a MySQL-compatible image; for Generic, the only container).
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.container must be a container name: lower-case letters, digits and '-', at most 63 characters"
+	Container string `json:"container,omitempty"`
+
+	// MountPath is where the volume appears in the container. Default: /var/lib/mysql-tmp for
+	// MySQLTmpdir, /scratch for Generic. For MySQLTmpdir it must not be the data directory or lie
+	// inside it.
+	//
+	// +optional
+	MountPath AbsolutePath `json:"mountPath,omitempty"`
+
+	// MySQL tunes how the volume is wired into a MySQL-compatible server. Only for MySQLTmpdir.
+	//
+	// +optional
+	MySQL *MySQLSpec `json:"mysql,omitempty"`
+
+	// Memory says how the volume's memory is accounted for against the container's.
+	//
+	// +optional
+	// +kubebuilder:default={}
+	Memory MemorySpec `json:"memory,omitempty"`
+}
+
+// ScratchTargetStatus reports one selected StatefulSet.
+type ScratchTargetStatus struct {
+	// Name of the StatefulSet.
+	//
+	// +required
+	Name string `json:"name"`
+
+	// Container is the container the volume is mounted in.
+	//
+	// +optional
+	Container string `json:"container,omitempty"`
+
+	// Flavor and Version are the database the controller detected (or was told) for this target.
+	//
+	// +optional
+	Flavor MySQLFlavor `json:"flavor,omitempty"`
+
+	// Version is the detected or overridden server version.
+	//
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// Injected is true when the StatefulSet's pod template carries the scratch volume.
+	//
+	// +optional
+	Injected bool `json:"injected,omitempty"`
+
+	// Replicas is the StatefulSet's desired replica count.
+	//
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// UpdatedReplicas is how many pods run the injected template revision.
+	//
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+
+	// ReadyReplicas is how many pods are ready.
+	//
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// ConfigHash is the hash of what was injected, also found in the pod template annotation
+	// dbtune.io/scratch-config-hash.
+	//
+	// +optional
+	ConfigHash string `json:"configHash,omitempty"`
+
+	// Message explains a target that is not injected.
+	//
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// ScratchVolumeStatus is what the controller observed and did.
+type ScratchVolumeStatus struct {
+	// ObservedGeneration is the metadata.generation the status describes.
+	//
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, TargetFound, MemoryBudget, Injected, RolledOut and Conflict.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// MountPath is the effective mount path (spec.mountPath or the purpose's default).
+	//
+	// +optional
+	MountPath string `json:"mountPath,omitempty"`
+
+	// InjectedTargets counts the selected StatefulSets whose pod template carries the volume.
+	//
+	// +optional
+	InjectedTargets int32 `json:"injectedTargets,omitempty"`
+
+	// Targets reports each selected StatefulSet.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Targets []ScratchTargetStatus `json:"targets,omitempty"`
+}
+
+// ScratchVolume gives the selected StatefulSets a RAM-backed (medium: Memory) scratch volume and,
+// for MySQL-compatible servers, points tmpdir at it while every directory that must survive a
+// restart stays on the persistent volume.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=sv;scratch,categories=dbtune
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.name`,description="StatefulSet name (empty when a selector is used)"
+// +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.spec.size`
+// +kubebuilder:printcolumn:name="Purpose",type=string,JSONPath=`.spec.purpose`
+// +kubebuilder:printcolumn:name="Injected",type=integer,JSONPath=`.status.injectedTargets`,description="StatefulSets carrying the volume"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Rolled-Out",type=string,JSONPath=`.status.conditions[?(@.type=="RolledOut")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ScratchVolume struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired scratch volume.
+	//
+	// +required
+	Spec ScratchVolumeSpec `json:"spec"`
+
+	// Status is what the controller observed and did.
+	//
+	// +optional
+	Status ScratchVolumeStatus `json:"status,omitempty"`
+}
+
+// EffectiveMountPath is spec.mountPath, or the default mount path of the volume's purpose.
+func (sv *ScratchVolume) EffectiveMountPath() string {
+	if sv.Spec.MountPath != "" {
+		return string(sv.Spec.MountPath)
+	}
+	if sv.Spec.Purpose == PurposeGeneric {
+		return DefaultGenericMountPath
+	}
+	return DefaultMySQLTmpdirMountPath
+}
+
+// ScratchVolumeList is a list of ScratchVolumes.
+//
+// +kubebuilder:object:root=true
+type ScratchVolumeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ScratchVolume `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ScratchVolume{}, &ScratchVolumeList{})
+}
