@@ -9,6 +9,8 @@ GOLANGCI_LINT ?= $(GO_TOOL) golangci-lint
 # Real kube-apiserver and etcd (and, for end-to-end work, the rest of a control plane), built from the
 # Go module proxy by hack/k8s-binaries.sh and cached under bin/k8s/.
 K8S_BINARIES ?= hack/k8s-binaries.sh
+# What the test suites need: envtest's kube-apiserver and etcd, and kubectl for client-side apply.
+K8S_TEST_BINARIES ?= kube-apiserver etcd kubectl
 
 GOTEST_FLAGS ?= -count=1
 export GOWORK = off
@@ -59,8 +61,8 @@ check-generated: generate manifests ## Fail when generated files (deepcopy, CRDs
 ##@ Test
 
 .PHONY: k8s-binaries
-k8s-binaries: ## Build kube-apiserver and etcd for envtest (cached in bin/k8s; a few minutes cold).
-	$(K8S_BINARIES)
+k8s-binaries: ## Build kube-apiserver, etcd and kubectl for the tests (cached in bin/k8s; minutes when cold).
+	$(K8S_BINARIES) $(K8S_TEST_BINARIES)
 
 .PHONY: k8s-binaries-all
 k8s-binaries-all: ## Also build kube-controller-manager, kube-scheduler, kubectl and kwok.

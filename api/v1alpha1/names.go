@@ -14,13 +14,19 @@ const (
 	// ScratchVolumeFinalizer holds a ScratchVolume until everything it injected has been removed.
 	ScratchVolumeFinalizer = "dbtune.io/scratch-volume-cleanup"
 
-	// ConfigHashAnnotation is set on an injected pod template. Its value is a hash of everything the
-	// ScratchVolume injected, so a change to the injected configuration rolls the pods.
-	ConfigHashAnnotation = "dbtune.io/scratch-config-hash"
+	// InjectionAnnotationPrefix starts the pod-template annotation each ScratchVolume sets on the
+	// StatefulSets it injects: `scratch.dbtune.io/<ScratchVolume name>: <config hash>`. The hash covers
+	// everything injected, so a change rolls the pods; the key tells which ScratchVolumes are present.
+	InjectionAnnotationPrefix = "scratch.dbtune.io/"
 
-	// ScratchVolumeAnnotation is set on an injected pod template and names the ScratchVolume that
-	// owns the injection.
-	ScratchVolumeAnnotation = "dbtune.io/scratch-volume"
+	// ReservedMemoryAnnotationPrefix starts the pod-template annotation that records, for
+	// `memory.accounting: Reserve`, the memory a ScratchVolume added to its container and the values
+	// that resulted: `reserved.scratch.dbtune.io/<ScratchVolume name>: <added>,<request>,<limit>`.
+	ReservedMemoryAnnotationPrefix = "reserved.scratch.dbtune.io/"
+
+	// ObjectPrefix starts the names of the volumes, init container and ConfigMaps the controller adds,
+	// so that they can never be mistaken for the user's.
+	ObjectPrefix = "dbtune-"
 
 	// ProbeRequestedAnnotation on a NodeIOProfile asks the node agent to probe again now. Any new
 	// value (a timestamp is customary) triggers one run; the agent records the value it served in
@@ -35,6 +41,9 @@ const (
 
 	// ManagedByValue is the value of ManagedByLabel on objects the operator creates.
 	ManagedByValue = "dbtune-scratch-operator"
+
+	// TargetAnnotation on a drop-in ConfigMap names the StatefulSet it serves.
+	TargetAnnotation = "dbtune.io/target"
 
 	// ScratchVolumeLabel on an object the operator creates names the ScratchVolume it belongs to.
 	ScratchVolumeLabel = "dbtune.io/scratch-volume"

@@ -23,6 +23,11 @@ type StorageProvenance struct {
 	// +optional
 	FilesystemType string `json:"filesystemType,omitempty"`
 
+	// MountPoint is the mount point of the filesystem holding the probed directory.
+	//
+	// +optional
+	MountPoint string `json:"mountPoint,omitempty"`
+
 	// MountOptions of the filesystem, as in /proc/self/mountinfo.
 	//
 	// +optional
@@ -72,6 +77,12 @@ type ThroughputResult struct {
 	//
 	// +optional
 	Unsupported string `json:"unsupported,omitempty"`
+
+	// Note qualifies the figure, for example a "cold" read on tmpfs, whose pages cannot be evicted
+	// and so is really a memory read.
+	//
+	// +optional
+	Note string `json:"note,omitempty"`
 }
 
 // SequentialWriteResult is a `dd bs=128M count=2`-style write.
@@ -381,8 +392,4 @@ type NodeIOProfileList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []NodeIOProfile `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&NodeIOProfile{}, &NodeIOProfileList{})
 }

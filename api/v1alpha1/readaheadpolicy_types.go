@@ -179,7 +179,3 @@ type ReadAheadPolicyList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ReadAheadPolicy `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ReadAheadPolicy{}, &ReadAheadPolicyList{})
-}

@@ -125,11 +125,11 @@ type ScratchTarget struct {
 }
 
 // MySQLSpec tunes how a MySQLTmpdir volume is wired into the database. Every field is optional:
-// the controller detects the flavour and version from the container image.
+// the controller detects the flavor and version from the container image.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.version) || has(self.flavor)",message="spec.mysql.version needs spec.mysql.flavor: say which server the version belongs to"
 type MySQLSpec struct {
-	// Flavor overrides the server flavour detected from the image. Set it (with version) for images
+	// Flavor overrides the server flavor detected from the image. Set it (with version) for images
 	// the controller cannot classify, such as a private build named after your company.
 	//
 	// +optional
@@ -356,6 +356,7 @@ type ScratchVolumeStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=sv;scratch,categories=dbtune
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name of a ScratchVolume must be at most 63 characters: it names an annotation on the pod template"
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.name`,description="StatefulSet name (empty when a selector is used)"
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.spec.size`
 // +kubebuilder:printcolumn:name="Purpose",type=string,JSONPath=`.spec.purpose`
@@ -390,6 +391,32 @@ func (sv *ScratchVolume) EffectiveMountPath() string {
 	return DefaultMySQLTmpdirMountPath
 }
 
+// InjectionAnnotation is the pod-template annotation key this ScratchVolume sets on its targets.
+func (sv *ScratchVolume) InjectionAnnotation() string {
+	return InjectionAnnotationPrefix + sv.Name
+}
+
+// ReservedMemoryAnnotation is the pod-template annotation key recording reserved memory.
+func (sv *ScratchVolume) ReservedMemoryAnnotation() string {
+	return ReservedMemoryAnnotationPrefix + sv.Name
+}
+
+// VolumeName is the name of the memory-backed emptyDir volume in the pod template.
+func (sv *ScratchVolume) VolumeName() string { return dnsLabel(ObjectPrefix+"scratch-", sv.Name) }
+
+// ConfigVolumeName is the name of the volume carrying the my.cnf drop-in file.
+func (sv *ScratchVolume) ConfigVolumeName() string { return dnsLabel(ObjectPrefix+"mycnf-", sv.Name) }
+
+// InitContainerName is the init container that creates, on the persistent volume, the directories
+// the database needs before it starts.
+func (sv *ScratchVolume) InitContainerName() string { return dnsLabel(ObjectPrefix+"init-", sv.Name) }
+
+// ConfigMapName is the name of the ConfigMap holding the my.cnf drop-in file for one target
+// StatefulSet. One ConfigMap per target keeps each server-side apply whole.
+func (sv *ScratchVolume) ConfigMapName(target string) string {
+	return dnsSubdomain(ObjectPrefix+sv.Name+"-", target)
+}
+
 // ScratchVolumeList is a list of ScratchVolumes.
 //
 // +kubebuilder:object:root=true
@@ -397,8 +424,4 @@ type ScratchVolumeList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ScratchVolume `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&ScratchVolume{}, &ScratchVolumeList{})
 }

@@ -1,0 +1,143 @@
+package controllers_test
+
+import (
+	"fmt"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/test/testenv"
+)
+
+// mariadbStatefulSet is a realistic StatefulSet: a database container with a data volumeClaimTemplate
+// and a 2Gi limit, and a metrics sidecar.
+func mariadbStatefulSet(ns, name string) *appsv1.StatefulSet {
+	labels := map[string]string{"app.kubernetes.io/name": name}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"tier": "db"}},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    ptr.To[int32](2),
+			ServiceName: name,
+			Selector:    &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name:  "mariadb",
+					Image: "mariadb:11.4",
+					Args:  []string{"--innodb-buffer-pool-size=512M"},
+					Resources: corev1.ResourceRequirements{
+						Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+					},
+					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/mysql"}},
+				}, {
+					Name:  "metrics",
+					Image: "prom/mysqld-exporter:v0.15.1",
+				}}},
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources: corev1.VolumeResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+					},
+				},
+			}},
+		},
+	}
+}
+
+func scratchVolume(ns, name, target string) *v1alpha1.ScratchVolume {
+	return &v1alpha1.ScratchVolume{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.ScratchVolumeSpec{
+			Target: v1alpha1.ScratchTarget{Name: target},
+			Size:   resource.MustParse("512Mi"),
+		},
+	}
+}
+
+func create(t *testing.T, e *testenv.Env, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := e.Client.Create(ctxFor(t), o); err != nil {
+			t.Fatalf("failed to create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+func getSTS(t *testing.T, e *testenv.Env, ns, name string) *appsv1.StatefulSet {
+	t.Helper()
+	sts := &appsv1.StatefulSet{}
+	if err := e.Client.Get(ctxFor(t), client.ObjectKey{Namespace: ns, Name: name}, sts); err != nil {
+		t.Fatalf("get StatefulSet: %v", err)
+	}
+	return sts
+}
+
+func getSV(t *testing.T, e *testenv.Env, ns, name string) *v1alpha1.ScratchVolume {
+	t.Helper()
+	sv := &v1alpha1.ScratchVolume{}
+	if err := e.Client.Get(ctxFor(t), client.ObjectKey{Namespace: ns, Name: name}, sv); err != nil {
+		t.Fatalf("get ScratchVolume: %v", err)
+	}
+	return sv
+}
+
+// conditionIs returns "" when the ScratchVolume's condition has the status and reason, else why not.
+func conditionIs(t *testing.T, e *testenv.Env, ns, name, typ string, status metav1.ConditionStatus, reason string) string {
+	sv := getSV(t, e, ns, name)
+	c := meta.FindStatusCondition(sv.Status.Conditions, typ)
+	if c == nil {
+		return fmt.Sprintf("%s has no %s condition yet", name, typ)
+	}
+	if c.Status != status || (reason != "" && c.Reason != reason) {
+		return fmt.Sprintf("%s condition %s=%s reason=%s message=%q, want %s/%s", name, typ, c.Status, c.Reason, c.Message, status, reason)
+	}
+	if c.ObservedGeneration != sv.Generation {
+		return fmt.Sprintf("%s condition %s describes generation %d, not %d", name, typ, c.ObservedGeneration, sv.Generation)
+	}
+	return ""
+}
+
+func condition(t *testing.T, e *testenv.Env, ns, name, typ string) metav1.Condition {
+	sv := getSV(t, e, ns, name)
+	if c := meta.FindStatusCondition(sv.Status.Conditions, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+func findVolume(pod *corev1.PodSpec, name string) *corev1.Volume {
+	for i := range pod.Volumes {
+		if pod.Volumes[i].Name == name {
+			return &pod.Volumes[i]
+		}
+	}
+	return nil
+}
+
+func findContainer(cs []corev1.Container, name string) *corev1.Container {
+	for i := range cs {
+		if cs[i].Name == name {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+func findMount(c *corev1.Container, mountPath string) *corev1.VolumeMount {
+	for i := range c.VolumeMounts {
+		if c.VolumeMounts[i].MountPath == mountPath {
+			return &c.VolumeMounts[i]
+		}
+	}
+	return nil
+}

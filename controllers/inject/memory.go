@@ -1,0 +1,72 @@
+package inject
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/mysql"
+)
+
+// memoryBudget decides the memory side of an injection. tmpfs pages are charged to the memory cgroup
+// of the container that writes them and stay charged across container restarts, so the scratch
+// volume competes with the database for the container's limit.
+//
+// Validate requires limit >= size + innodb_buffer_pool_size (when set in args) + headroom; Reserve
+// returns the size to add to the container's request and limit; Ignore only says what it skipped.
+func memoryBudget(sv *v1alpha1.ScratchVolume, c *corev1.Container) (reserve *resource.Quantity, note Note, err error) {
+	size := sv.Spec.Size.DeepCopy()
+	switch sv.Spec.Memory.Accounting {
+	case v1alpha1.MemoryReserve:
+		return &size, Note{Reason: NoteMemoryReserved, Message: fmt.Sprintf(
+			"%s added to the memory request and limit of container %s", size.String(), c.Name)}, nil
+	case v1alpha1.MemoryIgnore:
+		return nil, Note{Reason: NoteMemoryNotAccounted, Message: fmt.Sprintf(
+			"memory accounting is off: up to %s of tmpfs pages count against container %s's memory limit", size.String(), c.Name)}, nil
+	}
+	limit, hasLimit := c.Resources.Limits[corev1.ResourceMemory]
+	if !hasLimit {
+		return nil, Note{Reason: NoteNoMemoryLimit, Message: fmt.Sprintf(
+			"container %s has no memory limit, so nothing bounds tmpfs plus the database; set a limit, or spec.memory.accounting: Reserve",
+			c.Name)}, nil
+	}
+	need, breakdown, err := memoryNeed(sv, c)
+	if err != nil {
+		return nil, Note{}, err
+	}
+	if limit.Cmp(need) < 0 {
+		short := need.DeepCopy()
+		short.Sub(limit)
+		return nil, Note{}, problemf(ReasonMemoryBudget,
+			"container %s has a %s memory limit but needs at least %s (%s): raise the limit by %s, lower spec.size, or set spec.memory.accounting: Reserve",
+			c.Name, limit.String(), need.String(), breakdown, short.String())
+	}
+	return nil, Note{Reason: NoteMemoryBudgetCovered, Message: fmt.Sprintf(
+		"container %s's %s memory limit covers %s (%s)", c.Name, limit.String(), need.String(), breakdown)}, nil
+}
+
+// memoryNeed is size + buffer pool (when the args set one) + headroom, with a readable breakdown.
+func memoryNeed(sv *v1alpha1.ScratchVolume, c *corev1.Container) (resource.Quantity, string, error) {
+	headroom := resource.MustParse(v1alpha1.DefaultMemoryHeadroom)
+	if sv.Spec.Memory.Headroom != nil {
+		headroom = sv.Spec.Memory.Headroom.DeepCopy()
+	}
+	need := sv.Spec.Size.DeepCopy()
+	breakdown := need.String() + " scratch volume"
+	if sv.Spec.Purpose == v1alpha1.PurposeMySQLTmpdir {
+		pool, found, err := mysql.BufferPoolSize(append(append([]string{}, c.Command...), c.Args...))
+		if err != nil {
+			return need, "", problemf(ReasonInvalidArgs, "container %s: %v", c.Name, err)
+		}
+		if found {
+			q := *resource.NewQuantity(pool, resource.BinarySI)
+			need.Add(q)
+			breakdown += " + " + q.String() + " innodb_buffer_pool_size"
+		}
+	}
+	need.Add(headroom)
+	breakdown += " + " + headroom.String() + " headroom"
+	return need, breakdown, nil
+}

@@ -1,0 +1,252 @@
+package inject
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/mysql"
+)
+
+// Plan is everything one ScratchVolume adds to one StatefulSet.
+type Plan struct {
+	// ScratchVolume is the name of the ScratchVolume.
+	ScratchVolume string
+	// Container is the container that gets the volume.
+	Container string
+
+	// Volume is the memory-backed emptyDir and Mount its mount in Container.
+	Volume corev1.Volume
+	Mount  corev1.VolumeMount
+
+	// ConfigVolume and ConfigMount deliver the my.cnf drop-in (ConfigFile injection only);
+	// ConfigKey and ConfigData are its entry in the ScratchVolume's ConfigMap.
+	ConfigVolume *corev1.Volume
+	ConfigMount  *corev1.VolumeMount
+	ConfigKey    string
+	ConfigData   string
+
+	// Args are the flags appended to Container's args (Args injection only).
+	Args []string
+
+	// Init creates, before the server starts, the directories that must stay on the persistent
+	// volume; nil when there are none to create.
+	Init *corev1.Container
+
+	// Reserve is the memory added to Container's request and limit (Reserve accounting only).
+	Reserve *resource.Quantity
+
+	// Profile and Layout describe the database (MySQLTmpdir only).
+	Profile *mysql.Profile
+	Layout  *mysql.Layout
+
+	// Notes are what the user should know; Hash covers everything injected.
+	Notes []Note
+	Hash  string
+}
+
+// NewPlan decides what sv adds to sts. It reads the pod template as the user wrote it (ignoring
+// whatever is already injected), so planning an injected StatefulSet gives the same plan again. The
+// error is a *Problem when the user must change something.
+func NewPlan(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) (*Plan, error) {
+	user := sts.DeepCopy()
+	user.Spec.Template = Strip(user.Spec.Template)
+	pod := &user.Spec.Template.Spec
+	c, err := selectContainer(sv, pod)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{ScratchVolume: sv.Name, Container: c.Name}
+	p.Volume, p.Mount = scratchVolume(sv)
+	if err := checkCollisions(pod, c, p.Volume.Name, p.Mount.MountPath); err != nil {
+		return nil, err
+	}
+	reserve, memNote, err := memoryBudget(sv, c)
+	if err != nil {
+		return nil, err
+	}
+	p.Reserve = reserve
+	p.Notes = append(p.Notes, memNote)
+	if sv.Spec.Purpose == v1alpha1.PurposeMySQLTmpdir {
+		if err := p.planMySQL(sv, user, c); err != nil {
+			return nil, err
+		}
+	}
+	p.Hash = p.hash()
+	return p, nil
+}
+
+func scratchVolume(sv *v1alpha1.ScratchVolume) (corev1.Volume, corev1.VolumeMount) {
+	size := sv.Spec.Size.DeepCopy()
+	v := corev1.Volume{
+		Name: sv.VolumeName(),
+		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: &size,
+		}},
+	}
+	return v, corev1.VolumeMount{Name: v.Name, MountPath: sv.EffectiveMountPath()}
+}
+
+// checkCollisions refuses a volume name or mount path the user already uses.
+func checkCollisions(pod *corev1.PodSpec, c *corev1.Container, volume, mountPath string) error {
+	for _, v := range pod.Volumes {
+		if v.Name == volume {
+			return problemf(ReasonVolumeNameInUse,
+				"the pod template already has a volume named %q: rename it, or rename the ScratchVolume", volume)
+		}
+	}
+	for _, m := range c.VolumeMounts {
+		if path.Clean(m.MountPath) == mountPath {
+			return problemf(ReasonMountPathInUse,
+				"container %s already mounts volume %q at %s: set spec.mountPath to a free directory", c.Name, m.Name, mountPath)
+		}
+	}
+	return nil
+}
+
+// planMySQL adds the database side: profile, layout, drop-in or flags, and the init container.
+func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c *corev1.Container) error {
+	profile, err := mysql.Detect(c.Image, sv.Spec.MySQL)
+	if err != nil {
+		var unknown *mysql.UnknownImageError
+		if errors.As(err, &unknown) {
+			return problemf(ReasonUnknownImage, "container %s: %v", c.Name, err)
+		}
+		return fmt.Errorf("failed to classify image %s: %w", c.Image, err)
+	}
+	p.Profile = &profile
+	data := findDataVolume(sts, c, profile.DataDir)
+	if data.Memory || data.Mount == nil {
+		return problemf(ReasonInvalidLayout, "%s", data.note(c.Name, profile.DataDir).Message+
+			"; until then the directories that must survive a restart have nowhere safe to go, so nothing is injected")
+	}
+	if n := data.note(c.Name, profile.DataDir); n != nil {
+		p.Notes = append(p.Notes, *n)
+	}
+	layout := mysql.DefaultLayout(profile, p.Mount.MountPath, sv.Spec.MySQL)
+	if err := layout.Validate(profile); err != nil {
+		return problemf(ReasonInvalidLayout, "%v", err)
+	}
+	p.Layout = &layout
+	if err := p.planDelivery(sv, sts.Name, c, profile, layout); err != nil {
+		return err
+	}
+	p.Init = initContainer(sv, c, data.Mount, layout.PersistentDirs())
+	return nil
+}
+
+// planDelivery renders the settings as a drop-in file (ConfigFile) or flags (Args).
+func (p *Plan) planDelivery(sv *v1alpha1.ScratchVolume, sts string, c *corev1.Container, profile mysql.Profile, l mysql.Layout) error {
+	args := append(append([]string{}, c.Command...), c.Args...)
+	mode := v1alpha1.InjectionConfigFile
+	if sv.Spec.MySQL != nil && sv.Spec.MySQL.Injection != "" {
+		mode = sv.Spec.MySQL.Injection
+	}
+	if mode == v1alpha1.InjectionArgs {
+		if !profile.ArgsSufficient() && profile.Flavor == v1alpha1.FlavorPerconaXtraDBCluster {
+			return problemf(ReasonConfigDirUnusable,
+				"container %s runs Percona XtraDB Cluster, whose state transfers read their temporary directory from the [sst] and [xtrabackup] sections that flags cannot set; with Args they would stage a full copy of the data in RAM: use spec.mysql.injection: ConfigFile",
+				c.Name)
+		}
+		if !profile.ArgsSufficient() {
+			p.Notes = append(p.Notes, Note{Reason: NoteGaleraSST, Message: fmt.Sprintf(
+				"flags cannot set the [sst] temporary directory of container %s: if the server joins a Galera cluster, use spec.mysql.injection: ConfigFile", c.Name)})
+		}
+		for _, flag := range mysql.Args(profile, l) {
+			name, _, _ := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
+			if _, found := mysql.FindOption(args, name); found {
+				return problemf(ReasonOverriddenByArgs,
+					"container %s already passes --%s: remove it from the args, the ScratchVolume sets it", c.Name, name)
+			}
+		}
+		p.Args = mysql.Args(profile, l)
+		return nil
+	}
+	if hits := mysql.DropInOverriddenBy(args, profile); len(hits) > 0 {
+		return problemf(ReasonOverriddenByArgs,
+			"container %s passes %s on its command line, which would override the drop-in file: remove it, or set spec.mysql.injection: Args",
+			c.Name, strings.Join(hits, ", "))
+	}
+	dir := profile.ConfigDir
+	if sv.Spec.MySQL != nil && sv.Spec.MySQL.ConfigDir != "" {
+		dir = string(sv.Spec.MySQL.ConfigDir)
+	}
+	if dir == "" {
+		return problemf(ReasonConfigDirUnusable,
+			"image %s reads no drop-in directory: set spec.mysql.configDir to one your my.cnf includes, or spec.mysql.injection: Args", c.Image)
+	}
+	if m := mountOver(c, dir); m != nil {
+		return problemf(ReasonConfigDirUnusable,
+			"container %s mounts volume %q at %s, so no file can be added to %s: add the drop-in to that volume yourself, set spec.mysql.configDir to another included directory, or set spec.mysql.injection: Args",
+			c.Name, m.Name, m.MountPath, dir)
+	}
+	p.ConfigKey = mysql.DropInFileName
+	p.ConfigData = string(mysql.RenderDropIn(profile, l))
+	p.ConfigVolume, p.ConfigMount = configVolume(sv, sts, p.ConfigKey, dir)
+	return nil
+}
+
+// mountOver returns the container's mount at dir or above it: a file cannot be mounted into a
+// read-only ConfigMap or Secret mount, and kubelet would fail the pod.
+func mountOver(c *corev1.Container, dir string) *corev1.VolumeMount {
+	for i := range c.VolumeMounts {
+		if within(dir, c.VolumeMounts[i].MountPath) {
+			return &c.VolumeMounts[i]
+		}
+	}
+	return nil
+}
+
+// configVolume mounts one key of the ScratchVolume's ConfigMap as a single file in the include
+// directory, so the image's own files stay visible. The volume is optional: a missing ConfigMap must
+// never keep a pod from starting.
+func configVolume(sv *v1alpha1.ScratchVolume, target, key, dir string) (*corev1.Volume, *corev1.VolumeMount) {
+	optional := true
+	mode := int32(0o444)
+	v := &corev1.Volume{
+		Name: sv.ConfigVolumeName(),
+		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: sv.ConfigMapName(target)},
+			Items:                []corev1.KeyToPath{{Key: key, Path: mysql.DropInFileName}},
+			DefaultMode:          &mode,
+			Optional:             &optional,
+		}},
+	}
+	m := &corev1.VolumeMount{
+		Name: v.Name, MountPath: path.Join(dir, mysql.DropInFileName), SubPath: mysql.DropInFileName, ReadOnly: true,
+	}
+	return v, m
+}
+
+// hash covers everything the plan injects, so that any change rolls the pods.
+func (p *Plan) hash() string {
+	content := struct {
+		Container    string
+		Volume       corev1.Volume
+		Mount        corev1.VolumeMount
+		ConfigVolume *corev1.Volume
+		ConfigMount  *corev1.VolumeMount
+		ConfigData   string
+		Args         []string
+		Init         *corev1.Container
+		Reserve      string
+	}{p.Container, p.Volume, p.Mount, p.ConfigVolume, p.ConfigMount, p.ConfigData, p.Args, p.Init, ""}
+	if p.Reserve != nil {
+		content.Reserve = p.Reserve.String()
+	}
+	raw, err := json.Marshal(content)
+	if err != nil {
+		panic(err) // only plain data: cannot fail
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])[:16]
+}

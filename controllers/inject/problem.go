@@ -1,0 +1,52 @@
+// Package inject decides, without any client I/O, what a ScratchVolume adds to a StatefulSet's pod
+// template: the memory-backed emptyDir, its mount, the my.cnf drop-in or flags that point the
+// database's temporary files at it, the init container that creates the directories that must stay
+// on the persistent volume, and the memory accounting. It also reads back what is already there, so
+// the controller can skip a write when nothing changed and remove exactly what it added.
+package inject
+
+import "fmt"
+
+// Reasons a ScratchVolume cannot be injected into a StatefulSet. Each becomes a condition reason and an
+// Event; the StatefulSet is then left untouched.
+const (
+	ReasonContainerNotFound  = "ContainerNotFound"
+	ReasonContainerAmbiguous = "ContainerAmbiguous"
+	ReasonMountPathInUse     = "MountPathInUse"
+	ReasonVolumeNameInUse    = "VolumeNameInUse"
+	ReasonOverriddenByArgs   = "OverriddenByArgs"
+	ReasonConfigDirUnusable  = "ConfigDirUnusable"
+	ReasonUnknownImage       = "UnknownImage"
+	ReasonInvalidLayout      = "InvalidLayout"
+	ReasonMemoryBudget       = "MemoryLimitTooLow"
+	ReasonInvalidArgs        = "InvalidArgs"
+)
+
+// Reasons for notes: things the user should know that do not stop the injection.
+const (
+	NoteNoMemoryLimit       = "NoMemoryLimit"
+	NoteNoPersistentVolume  = "NoPersistentVolume"
+	NoteMemoryReserved      = "MemoryReserved"
+	NoteMemoryNotAccounted  = "MemoryNotAccounted"
+	NoteMemoryBudgetCovered = "MemoryLimitSufficient"
+	NoteGaleraSST           = "GaleraSSTNotMoved"
+)
+
+// Problem is why a ScratchVolume cannot be injected into one StatefulSet, with a message that tells
+// the user what to change.
+type Problem struct {
+	Reason  string
+	Message string
+}
+
+func (p *Problem) Error() string { return p.Reason + ": " + p.Message }
+
+func problemf(reason, format string, args ...any) *Problem {
+	return &Problem{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// Note is something the user should know about an injection that still goes ahead.
+type Note struct {
+	Reason  string
+	Message string
+}

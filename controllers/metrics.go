@@ -1,0 +1,27 @@
+package controllers
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Metrics of the ScratchVolume controller, registered with controller-runtime's registry so they are
+// served beside its own on the manager's metrics endpoint.
+var (
+	statefulSetWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dbtune_scratch_statefulset_writes_total",
+		Help: "Server-side applies to StatefulSets by the ScratchVolume controller, by kind of change.",
+	}, []string{"change"})
+	injectionsBlocked = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dbtune_scratch_injections_blocked_total",
+		Help: "Times a StatefulSet was left untouched because of a conflict or a problem the user must fix, by reason.",
+	}, []string{"reason"})
+	targetsInjected = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dbtune_scratch_targets_injected",
+		Help: "StatefulSets carrying a ScratchVolume's entries, per ScratchVolume.",
+	}, []string{"namespace", "scratchvolume"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(statefulSetWrites, injectionsBlocked, targetsInjected)
+}

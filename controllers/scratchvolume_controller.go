@@ -1,0 +1,149 @@
+// Package controllers holds the reconcilers of the scratch-operator. The decisions they act on live in
+// the pure sub-packages inject (what goes into a pod template) and mysql (what a server needs).
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+)
+
+// ScratchVolumeReconciler injects RAM scratch volumes into the StatefulSets a ScratchVolume selects,
+// reports what it did, and removes exactly what it added when the ScratchVolume goes.
+type ScratchVolumeReconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder recorder.EventRecorder
+	// MaxConcurrentReconciles bounds parallel reconciles (default 1).
+	MaxConcurrentReconciles int
+}
+
+// +kubebuilder:rbac:groups=dbtune.io,resources=scratchvolumes,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=dbtune.io,resources=scratchvolumes/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=dbtune.io,resources=scratchvolumes/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings one ScratchVolume's targets to the state it asks for and records the outcome.
+func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+	sv := &v1alpha1.ScratchVolume{}
+	if err := r.Get(ctx, req.NamespacedName, sv); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !sv.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, sv)
+	}
+	if err := r.ensureFinalizer(ctx, sv); err != nil {
+		return ctrl.Result{}, err
+	}
+	report := newReport(sv)
+	defer func() {
+		if statusErr := r.updateStatus(ctx, sv, report); statusErr != nil && err == nil {
+			err = statusErr
+		}
+	}()
+	targets, err := r.targets(ctx, sv)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	report.targetsFound = len(targets)
+	for i := range targets {
+		out, err := r.syncStatefulSet(ctx, &targets[i])
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		report.add(&targets[i], out[sv.Name])
+	}
+	if err := r.revertDropped(ctx, sv, targets); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.pruneConfigMaps(ctx, sv, report.configMaps())
+}
+
+// finalize removes the ScratchVolume from every StatefulSet that carries it, then lets it go.
+func (r *ScratchVolumeReconciler) finalize(ctx context.Context, sv *v1alpha1.ScratchVolume) error {
+	if !controllerutil.ContainsFinalizer(sv, v1alpha1.ScratchVolumeFinalizer) {
+		return nil
+	}
+	if err := r.revertDropped(ctx, sv, nil); err != nil {
+		return err
+	}
+	if err := r.pruneConfigMaps(ctx, sv, nil); err != nil {
+		return err
+	}
+	targetsInjected.DeleteLabelValues(sv.Namespace, sv.Name)
+	patch := client.MergeFrom(sv.DeepCopy())
+	controllerutil.RemoveFinalizer(sv, v1alpha1.ScratchVolumeFinalizer)
+	if err := r.Patch(ctx, sv, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("failed to remove the finalizer of ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
+	}
+	return nil
+}
+
+func (r *ScratchVolumeReconciler) ensureFinalizer(ctx context.Context, sv *v1alpha1.ScratchVolume) error {
+	if controllerutil.ContainsFinalizer(sv, v1alpha1.ScratchVolumeFinalizer) {
+		return nil
+	}
+	patch := client.MergeFrom(sv.DeepCopy())
+	controllerutil.AddFinalizer(sv, v1alpha1.ScratchVolumeFinalizer)
+	if err := r.Patch(ctx, sv, patch); err != nil {
+		return fmt.Errorf("failed to add the finalizer to ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
+	}
+	return nil
+}
+
+// revertDropped re-syncs every StatefulSet that still carries sv but is not among keep, which removes
+// sv's entries from it (sv no longer selects it, or sv is being deleted).
+func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha1.ScratchVolume, keep []appsv1.StatefulSet) error {
+	injected := &appsv1.StatefulSetList{}
+	if err := r.List(ctx, injected, client.InNamespace(sv.Namespace), client.MatchingFields{indexInjectedBy: sv.Name}); err != nil {
+		return fmt.Errorf("failed to list StatefulSets injected by ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
+	}
+	kept := map[string]bool{}
+	for _, s := range keep {
+		kept[s.Name] = true
+	}
+	for i := range injected.Items {
+		if kept[injected.Items[i].Name] {
+			continue
+		}
+		if _, err := r.syncStatefulSet(ctx, &injected.Items[i]); err != nil {
+			return err
+		}
+		r.Recorder.Eventf(sv, &injected.Items[i], corev1.EventTypeNormal, EventReverted, actionRevert,
+			"Removed the RAM volume and its settings from StatefulSet %s", injected.Items[i].Name)
+	}
+	return nil
+}
+
+// SetupWithManager registers the controller: ScratchVolumes, the StatefulSets they select (mapped
+// back through indexes, not owner references), and the ConfigMaps they own.
+func (r *ScratchVolumeReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := setupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.ScratchVolume{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
+			deletionPredicate{}))).
+		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.scratchVolumesForStatefulSet)).
+		Owns(&corev1.ConfigMap{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
+		Named("scratchvolume").
+		Complete(r)
+}

@@ -1,0 +1,312 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/inject"
+)
+
+// Condition reasons set by the controller itself (the others come from inject's problems and notes).
+const (
+	ReasonReady                = "Ready"
+	ReasonTargetFound          = "TargetFound"
+	ReasonTargetNotFound       = "TargetNotFound"
+	ReasonNoConflict           = "NoConflict"
+	ReasonInjected             = "Injected"
+	ReasonRolledOut            = "RolledOut"
+	ReasonRollingOut           = "RollingOut"
+	ReasonWaitingForController = "WaitingForStatefulSetController"
+	ReasonOnDelete             = "WaitingForPodDeletion"
+	ReasonPartitioned          = "HeldBackByPartition"
+)
+
+// conflictReasons are problems caused by something else already in the pod template.
+var conflictReasons = map[string]bool{
+	inject.ReasonMountPathInUse: true, inject.ReasonVolumeNameInUse: true, inject.ReasonOverriddenByArgs: true,
+	inject.ReasonConfigDirUnusable: true, ReasonScratchVolumeConflict: true,
+}
+
+// report gathers, during one reconcile, what happened to each target; it becomes the status.
+type report struct {
+	sv           *v1alpha1.ScratchVolume
+	targetsFound int
+	targets      []v1alpha1.ScratchTargetStatus
+	cms          map[string]bool
+	problems     []finding // blocked targets
+	memory       []finding // memory notes and problems
+	notes        []finding // other notes
+	rollout      []finding // targets not rolled out yet
+}
+
+type finding struct{ target, reason, message string }
+
+func newReport(sv *v1alpha1.ScratchVolume) *report {
+	return &report{sv: sv, cms: map[string]bool{}}
+}
+
+// add records the outcome for one target StatefulSet.
+func (rep *report) add(sts *appsv1.StatefulSet, o *outcome) {
+	ts := v1alpha1.ScratchTargetStatus{
+		Name: sts.Name, ReadyReplicas: sts.Status.ReadyReplicas, UpdatedReplicas: sts.Status.UpdatedReplicas,
+		Replicas: replicas(sts),
+	}
+	switch {
+	case o == nil:
+		ts.Message = "not planned"
+	case o.plan == nil:
+		rep.blocked(sts, o, &ts)
+	default:
+		rep.injected(sts, o.plan, &ts)
+	}
+	rep.targets = append(rep.targets, ts)
+}
+
+func (rep *report) blocked(sts *appsv1.StatefulSet, o *outcome, ts *v1alpha1.ScratchTargetStatus) {
+	f := finding{sts.Name, o.problem.Reason, o.problem.Message}
+	if o.problem.Reason == inject.ReasonMemoryBudget {
+		rep.memory = append(rep.memory, f)
+	} else {
+		rep.problems = append(rep.problems, f)
+	}
+	ts.Message = o.problem.Message
+	if o.kept {
+		ts.Injected = true
+		ts.ConfigHash = sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
+		ts.Message += " (the earlier injection stays in place until this is fixed)"
+		rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
+	}
+	injectionsBlocked.WithLabelValues(o.problem.Reason).Inc()
+}
+
+func (rep *report) injected(sts *appsv1.StatefulSet, plan *inject.Plan, ts *v1alpha1.ScratchTargetStatus) {
+	ts.Injected, ts.Container, ts.ConfigHash = true, plan.Container, plan.Hash
+	if plan.Profile != nil {
+		ts.Flavor, ts.Version = plan.Profile.Flavor, plan.Profile.Version.String()
+	}
+	if plan.ConfigVolume != nil {
+		rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
+	}
+	for _, n := range plan.Notes {
+		f := finding{sts.Name, n.Reason, n.Message}
+		switch n.Reason {
+		case inject.NoteNoMemoryLimit, inject.NoteMemoryBudgetCovered, inject.NoteMemoryReserved, inject.NoteMemoryNotAccounted:
+			rep.memory = append(rep.memory, f)
+		default:
+			rep.notes = append(rep.notes, f)
+		}
+	}
+	if reason, msg, done := rollout(sts, plan.Hash); !done {
+		rep.rollout = append(rep.rollout, finding{sts.Name, reason, msg})
+	}
+}
+
+func (rep *report) configMaps() map[string]bool { return rep.cms }
+
+func replicas(sts *appsv1.StatefulSet) int32 {
+	if sts.Spec.Replicas == nil {
+		return 1
+	}
+	return *sts.Spec.Replicas
+}
+
+// rollout tells whether every pod of sts runs the template carrying hash, honoring the
+// StatefulSet's own update strategy.
+func rollout(sts *appsv1.StatefulSet, hash string) (reason, message string, done bool) {
+	want := replicas(sts)
+	switch {
+	case !hasHash(sts, hash):
+		return ReasonRollingOut, "the pod template was just updated; the StatefulSet controller has not picked it up yet", false
+	case sts.Status.ObservedGeneration < sts.Generation:
+		return ReasonWaitingForController, fmt.Sprintf("the StatefulSet controller has not observed generation %d yet", sts.Generation), false
+	case sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && sts.Status.UpdatedReplicas < want:
+		return ReasonOnDelete, fmt.Sprintf("updateStrategy is OnDelete: %d of %d pods run the injected template; delete the others to finish",
+			sts.Status.UpdatedReplicas, want), false
+	case partition(sts) > 0 && sts.Status.UpdatedReplicas < want:
+		return ReasonPartitioned, fmt.Sprintf("rollingUpdate.partition %d keeps pods 0..%d on the old template; %d of %d pods run the injected one",
+			partition(sts), partition(sts)-1, sts.Status.UpdatedReplicas, want), false
+	case sts.Status.UpdatedReplicas < want || sts.Status.CurrentRevision != sts.Status.UpdateRevision:
+		return ReasonRollingOut, fmt.Sprintf("%d of %d pods run the injected template", sts.Status.UpdatedReplicas, want), false
+	}
+	return ReasonRolledOut, "", true
+}
+
+func hasHash(sts *appsv1.StatefulSet, hash string) bool {
+	for k, v := range sts.Spec.Template.Annotations {
+		if strings.HasPrefix(k, v1alpha1.InjectionAnnotationPrefix) && v == hash {
+			return true
+		}
+	}
+	return false
+}
+
+func partition(sts *appsv1.StatefulSet) int32 {
+	if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		return *ru.Partition
+	}
+	return 0
+}
+
+// conditions turns the report into the ScratchVolume's conditions.
+func (rep *report) conditions() []metav1.Condition {
+	gen := rep.sv.Generation
+	c := func(t string, ok bool, reason, msg string) metav1.Condition {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen}
+	}
+	var conflicts, blockers []finding
+	for _, p := range rep.problems {
+		if conflictReasons[p.reason] {
+			conflicts = append(conflicts, p)
+		} else {
+			blockers = append(blockers, p)
+		}
+	}
+	found := c(v1alpha1.ConditionTargetFound, rep.targetsFound > 0, ReasonTargetFound,
+		fmt.Sprintf("%d StatefulSet(s) selected", rep.targetsFound))
+	if rep.targetsFound == 0 {
+		found.Reason, found.Message = ReasonTargetNotFound, rep.noTargetMessage()
+	}
+	conflict := c(v1alpha1.ConditionConflict, len(conflicts) > 0, ReasonNoConflict, "nothing in the way")
+	if len(conflicts) > 0 {
+		conflict.Reason, conflict.Message = conflicts[0].reason, summarize(conflicts)
+	}
+	memory := rep.memoryCondition(c)
+	injected := rep.injectedCondition(c, append(append([]finding{}, blockers...), append(conflicts, rep.memoryBlocked()...)...))
+	rolled := c(v1alpha1.ConditionRolledOut, len(rep.rollout) == 0 && injected.Status == metav1.ConditionTrue, ReasonRolledOut,
+		"every pod runs the injected template")
+	if len(rep.rollout) > 0 {
+		rolled.Reason, rolled.Message = rep.rollout[0].reason, summarize(rep.rollout)
+	} else if injected.Status != metav1.ConditionTrue {
+		rolled.Reason, rolled.Message = injected.Reason, "nothing to roll out until the injection succeeds"
+	}
+	ready := c(v1alpha1.ConditionReady, true, ReasonReady, "every target is injected and rolled out")
+	for _, cond := range []metav1.Condition{found, injected, rolled} {
+		if cond.Status != metav1.ConditionTrue {
+			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, cond.Reason, cond.Message
+			break
+		}
+	}
+	return []metav1.Condition{ready, found, memory, injected, rolled, conflict}
+}
+
+func (rep *report) noTargetMessage() string {
+	if n := rep.sv.Spec.Target.Name; n != "" {
+		return fmt.Sprintf("no StatefulSet %q in namespace %s yet; it is injected as soon as it appears", n, rep.sv.Namespace)
+	}
+	return fmt.Sprintf("no StatefulSet in namespace %s matches the selector yet; matching ones are injected as they appear", rep.sv.Namespace)
+}
+
+func (rep *report) memoryBlocked() []finding {
+	var out []finding
+	for _, m := range rep.memory {
+		if m.reason == inject.ReasonMemoryBudget {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (rep *report) memoryCondition(c func(string, bool, string, string) metav1.Condition) metav1.Condition {
+	if blocked := rep.memoryBlocked(); len(blocked) > 0 {
+		return c(v1alpha1.ConditionMemoryBudget, false, blocked[0].reason, summarize(blocked))
+	}
+	for _, m := range rep.memory {
+		if m.reason == inject.NoteNoMemoryLimit {
+			cond := c(v1alpha1.ConditionMemoryBudget, false, m.reason, summarize([]finding{m}))
+			cond.Status = metav1.ConditionUnknown
+			return cond
+		}
+	}
+	if len(rep.memory) == 0 {
+		cond := c(v1alpha1.ConditionMemoryBudget, false, ReasonTargetNotFound, "no target to account memory for")
+		cond.Status = metav1.ConditionUnknown
+		return cond
+	}
+	return c(v1alpha1.ConditionMemoryBudget, true, rep.memory[0].reason, summarize(rep.memory))
+}
+
+func (rep *report) injectedCondition(c func(string, bool, string, string) metav1.Condition, blocked []finding) metav1.Condition {
+	switch {
+	case rep.targetsFound == 0:
+		return c(v1alpha1.ConditionInjected, false, ReasonTargetNotFound, rep.noTargetMessage())
+	case len(blocked) > 0:
+		return c(v1alpha1.ConditionInjected, false, blocked[0].reason, summarize(blocked)+"; the StatefulSet was left untouched")
+	}
+	msg := fmt.Sprintf("%d StatefulSet(s) carry the volume", rep.targetsFound)
+	if len(rep.notes) > 0 {
+		msg += "; " + summarize(rep.notes)
+	}
+	return c(v1alpha1.ConditionInjected, true, ReasonInjected, msg)
+}
+
+// summarize joins findings into one message, bounded so that a large fleet stays readable.
+func summarize(fs []finding) string {
+	const maxShown = 5
+	parts := make([]string, 0, min(len(fs), maxShown)+1)
+	for i, f := range fs {
+		if i == maxShown {
+			parts = append(parts, fmt.Sprintf("and %d more", len(fs)-maxShown))
+			break
+		}
+		parts = append(parts, f.target+": "+f.message)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// updateStatus writes the status once per reconcile, only when it changed, and emits a Warning Event
+// when a target becomes blocked.
+func (r *ScratchVolumeReconciler) updateStatus(ctx context.Context, sv *v1alpha1.ScratchVolume, rep *report) error {
+	status := v1alpha1.ScratchVolumeStatus{
+		ObservedGeneration: sv.Generation, MountPath: sv.EffectiveMountPath(),
+		Conditions: append([]metav1.Condition{}, sv.Status.Conditions...),
+		Targets:    rep.targets,
+	}
+	for _, t := range rep.targets {
+		if t.Injected {
+			status.InjectedTargets++
+		}
+	}
+	sort.Slice(status.Targets, func(i, j int) bool { return status.Targets[i].Name < status.Targets[j].Name })
+	for _, cond := range rep.conditions() {
+		meta.SetStatusCondition(&status.Conditions, cond)
+	}
+	targetsInjected.WithLabelValues(sv.Namespace, sv.Name).Set(float64(status.InjectedTargets))
+	if equality.Semantic.DeepEqual(sv.Status, status) {
+		return nil
+	}
+	r.warnOnNewProblems(sv, status)
+	sv.Status = status
+	if err := r.Status().Update(ctx, sv); err != nil {
+		return fmt.Errorf("failed to update the status of ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
+	}
+	return nil
+}
+
+func (r *ScratchVolumeReconciler) warnOnNewProblems(sv *v1alpha1.ScratchVolume, status v1alpha1.ScratchVolumeStatus) {
+	for _, t := range []string{v1alpha1.ConditionInjected, v1alpha1.ConditionMemoryBudget} {
+		cur := meta.FindStatusCondition(status.Conditions, t)
+		old := meta.FindStatusCondition(sv.Status.Conditions, t)
+		if cur == nil || cur.Status == metav1.ConditionTrue || cur.Reason == ReasonTargetNotFound ||
+			(old != nil && old.Message == cur.Message) {
+			continue
+		}
+		reason := EventBlocked
+		if cur.Reason == inject.NoteNoMemoryLimit {
+			reason = EventMemoryWarning
+		}
+		r.Recorder.Eventf(sv, nil, corev1.EventTypeWarning, reason, actionCheck, "%s", cur.Message)
+	}
+}

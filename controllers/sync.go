@@ -1,0 +1,226 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/inject"
+)
+
+// ReasonScratchVolumeConflict: another, older ScratchVolume already serves the same container and
+// purpose, or mounts at the same path.
+const ReasonScratchVolumeConflict = "ScratchVolumeConflict"
+
+// outcome is what became of one ScratchVolume on one StatefulSet.
+type outcome struct {
+	sv      *v1alpha1.ScratchVolume
+	plan    *inject.Plan    // nil when blocked
+	problem *inject.Problem // why it is blocked
+	// kept is true when a blocked ScratchVolume's earlier injection stays in place untouched.
+	kept bool
+}
+
+// syncStatefulSet makes the controller's entries on sts the union of the plans of every live
+// ScratchVolume that selects it, writing only when they differ from what is there. It returns the
+// outcome per ScratchVolume name.
+func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet) (map[string]*outcome, error) {
+	svs, err := r.scratchVolumesFor(ctx, sts)
+	if err != nil {
+		return nil, err
+	}
+	outcomes := decide(svs, sts)
+	desired := inject.Desired(winningPlans(outcomes))
+	for _, o := range outcomes {
+		if o.kept {
+			desired = desired.Merge(inject.ObservedFor(&sts.Spec.Template, o.sv.Name))
+		}
+	}
+	if err := r.ensureConfigMaps(ctx, sts, outcomes); err != nil {
+		return nil, err
+	}
+	observed := inject.Observed(&sts.Spec.Template)
+	if desired.Equal(observed) {
+		return outcomes, nil
+	}
+	if err := r.apply(ctx, sts, desired, observed); err != nil {
+		return nil, err
+	}
+	r.recordChange(sts, outcomes, desired, observed)
+	return outcomes, nil
+}
+
+// decide plans every ScratchVolume (oldest first) for sts and settles conflicts between them: the
+// first to claim a container and purpose, or a mount path in a container, wins.
+func decide(svs []v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) map[string]*outcome {
+	out := map[string]*outcome{}
+	claims := map[string]string{}
+	injected := map[string]bool{}
+	for _, n := range inject.ScratchVolumes(&sts.Spec.Template) {
+		injected[n] = true
+	}
+	for i := range svs {
+		sv := &svs[i]
+		o := &outcome{sv: sv}
+		out[sv.Name] = o
+		plan, err := inject.NewPlan(sv, sts)
+		if err != nil {
+			var p *inject.Problem
+			if !errors.As(err, &p) {
+				p = &inject.Problem{Reason: inject.ReasonInvalidLayout, Message: err.Error()}
+			}
+			o.problem, o.kept = p, injected[sv.Name]
+			continue
+		}
+		if p := claim(claims, sv, plan); p != nil {
+			o.problem, o.kept = p, false
+			continue
+		}
+		o.plan = plan
+	}
+	return out
+}
+
+// claim records the container+purpose and container+mountPath that plan takes, or returns the
+// conflict with the ScratchVolume that took them first.
+func claim(claims map[string]string, sv *v1alpha1.ScratchVolume, plan *inject.Plan) *inject.Problem {
+	keys := []struct{ key, what string }{
+		{plan.Container + "\x00purpose\x00" + string(sv.Spec.Purpose), fmt.Sprintf("a %s volume in container %s", sv.Spec.Purpose, plan.Container)},
+		{plan.Container + "\x00path\x00" + plan.Mount.MountPath, fmt.Sprintf("the mount path %s in container %s", plan.Mount.MountPath, plan.Container)},
+	}
+	for _, k := range keys {
+		if owner, taken := claims[k.key]; taken {
+			return &inject.Problem{Reason: ReasonScratchVolumeConflict, Message: fmt.Sprintf(
+				"ScratchVolume %s, which is older, already provides %s: delete one of the two, or point this one at another container or mount path",
+				owner, k.what)}
+		}
+	}
+	for _, k := range keys {
+		claims[k.key] = sv.Name
+	}
+	return nil
+}
+
+func winningPlans(outcomes map[string]*outcome) []*inject.Plan {
+	var plans []*inject.Plan
+	for _, o := range outcomes {
+		if o.plan != nil {
+			plans = append(plans, o.plan)
+		}
+	}
+	return plans
+}
+
+// apply server-side applies desired under the controller's field manager, without force: a field
+// another manager owns with another value is a conflict to report, never something to take.
+func (r *ScratchVolumeReconciler) apply(ctx context.Context, sts *appsv1.StatefulSet, desired, observed inject.Entries) error {
+	ac, err := desired.ApplyConfiguration(sts.Name, sts.Namespace)
+	if err != nil {
+		return err
+	}
+	if err := r.Apply(ctx, ac, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+		return fmt.Errorf("failed to apply to StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
+	}
+	statefulSetWrites.WithLabelValues(changeKind(desired, observed)).Inc()
+	log.FromContext(ctx).Info("Applied StatefulSet entries", "statefulset", client.ObjectKeyFromObject(sts),
+		"change", changeKind(desired, observed), "scratchVolumes", len(desired.Annotations))
+	return nil
+}
+
+func changeKind(desired, observed inject.Entries) string {
+	switch {
+	case desired.Empty():
+		return "revert"
+	case observed.Empty():
+		return "inject"
+	default:
+		return "update"
+	}
+}
+
+// recordChange emits one Event per ScratchVolume whose entries changed on sts.
+func (r *ScratchVolumeReconciler) recordChange(sts *appsv1.StatefulSet, outcomes map[string]*outcome, desired, observed inject.Entries) {
+	for _, o := range outcomes {
+		if o.plan == nil {
+			continue
+		}
+		key := o.sv.InjectionAnnotation()
+		before, had := observed.Annotations[key]
+		switch {
+		case !had:
+			r.Recorder.Eventf(o.sv, sts, corev1.EventTypeNormal, EventInjected, actionInject,
+				"Injected a %s RAM volume at %s into container %s of StatefulSet %s", o.sv.Spec.Size.String(), o.plan.Mount.MountPath, o.plan.Container, sts.Name)
+		case before != desired.Annotations[key]:
+			r.Recorder.Eventf(o.sv, sts, corev1.EventTypeNormal, EventUpdated, actionInject,
+				"Updated the injection in StatefulSet %s (config hash %s -> %s)", sts.Name, before, desired.Annotations[key])
+		default:
+			r.Recorder.Eventf(o.sv, sts, corev1.EventTypeNormal, EventRestored, actionInject,
+				"Restored entries of StatefulSet %s that another field manager or a hand edit removed", sts.Name)
+		}
+	}
+}
+
+// ensureConfigMaps applies the drop-in ConfigMap of every winning ConfigFile plan before the pod
+// template refers to it, so new pods always find their file.
+func (r *ScratchVolumeReconciler) ensureConfigMaps(ctx context.Context, sts *appsv1.StatefulSet, outcomes map[string]*outcome) error {
+	for _, o := range outcomes {
+		if o.plan == nil || o.plan.ConfigVolume == nil {
+			continue
+		}
+		if err := r.ensureConfigMap(ctx, o.sv, sts, o.plan); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *ScratchVolumeReconciler) ensureConfigMap(ctx context.Context, sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, plan *inject.Plan) error {
+	name := sv.ConfigMapName(sts.Name)
+	current := &corev1.ConfigMap{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: sts.Namespace, Name: name}, current)
+	if err == nil && current.Data[plan.ConfigKey] == plan.ConfigData && len(current.Data) == 1 &&
+		current.Labels[v1alpha1.ScratchVolumeLabel] == sv.Name {
+		return nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("failed to get ConfigMap %s/%s: %w", sts.Namespace, name, err)
+	}
+	ac := corev1ac.ConfigMap(name, sts.Namespace).
+		WithLabels(map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue, v1alpha1.ScratchVolumeLabel: sv.Name}).
+		WithAnnotations(map[string]string{v1alpha1.TargetAnnotation: sts.Name}).
+		WithOwnerReferences(metav1ac.OwnerReference().
+			WithAPIVersion(v1alpha1.GroupVersion.String()).WithKind("ScratchVolume").
+			WithName(sv.Name).WithUID(sv.UID).WithController(true).WithBlockOwnerDeletion(true)).
+		WithData(map[string]string{plan.ConfigKey: plan.ConfigData})
+	if err := r.Apply(ctx, ac, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("failed to apply ConfigMap %s/%s: %w", sts.Namespace, name, err)
+	}
+	return nil
+}
+
+// pruneConfigMaps deletes sv's ConfigMaps that no injected StatefulSet needs any more.
+func (r *ScratchVolumeReconciler) pruneConfigMaps(ctx context.Context, sv *v1alpha1.ScratchVolume, keep map[string]bool) error {
+	list := &corev1.ConfigMapList{}
+	if err := r.List(ctx, list, client.InNamespace(sv.Namespace), client.MatchingLabels{v1alpha1.ScratchVolumeLabel: sv.Name}); err != nil {
+		return fmt.Errorf("failed to list ConfigMaps of ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
+	}
+	for i := range list.Items {
+		cm := &list.Items[i]
+		if keep[cm.Name] {
+			continue
+		}
+		if err := client.IgnoreNotFound(r.Delete(ctx, cm)); err != nil {
+			return fmt.Errorf("failed to delete ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+		}
+	}
+	return nil
+}

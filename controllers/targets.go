@@ -1,0 +1,156 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/inject"
+)
+
+// Field indexes. They let a StatefulSet event find its ScratchVolumes, and a ScratchVolume find the
+// StatefulSets it injected, without listing a namespace.
+const (
+	// indexTargetName indexes ScratchVolumes by spec.target.name.
+	indexTargetName = "spec.target.name"
+	// indexHasSelector indexes ScratchVolumes that select by label ("true").
+	indexHasSelector = "spec.target.selector"
+	// indexInjectedBy indexes StatefulSets by the ScratchVolumes whose annotation they carry.
+	indexInjectedBy = "dbtune.io/injected-by"
+)
+
+func setupIndexes(ctx context.Context, fi client.FieldIndexer) error {
+	indexes := []struct {
+		obj   client.Object
+		field string
+		fn    client.IndexerFunc
+	}{
+		{&v1alpha1.ScratchVolume{}, indexTargetName, func(o client.Object) []string {
+			if n := o.(*v1alpha1.ScratchVolume).Spec.Target.Name; n != "" {
+				return []string{n}
+			}
+			return nil
+		}},
+		{&v1alpha1.ScratchVolume{}, indexHasSelector, func(o client.Object) []string {
+			if o.(*v1alpha1.ScratchVolume).Spec.Target.Selector != nil {
+				return []string{"true"}
+			}
+			return nil
+		}},
+		{&appsv1.StatefulSet{}, indexInjectedBy, func(o client.Object) []string {
+			return inject.ScratchVolumes(&o.(*appsv1.StatefulSet).Spec.Template)
+		}},
+	}
+	for _, ix := range indexes {
+		if err := fi.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
+			return fmt.Errorf("failed to index %T by %s: %w", ix.obj, ix.field, err)
+		}
+	}
+	return nil
+}
+
+// targets lists the StatefulSets sv selects now, sorted by name.
+func (r *ScratchVolumeReconciler) targets(ctx context.Context, sv *v1alpha1.ScratchVolume) ([]appsv1.StatefulSet, error) {
+	if name := sv.Spec.Target.Name; name != "" {
+		sts := appsv1.StatefulSet{}
+		err := r.Get(ctx, types.NamespacedName{Namespace: sv.Namespace, Name: name}, &sts)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("failed to get StatefulSet %s/%s: %w", sv.Namespace, name, err)
+		}
+		return []appsv1.StatefulSet{sts}, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(sv.Spec.Target.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("invalid selector in ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
+	}
+	list := &appsv1.StatefulSetList{}
+	if err := r.List(ctx, list, client.InNamespace(sv.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, fmt.Errorf("failed to list StatefulSets in %s: %w", sv.Namespace, err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	return list.Items, nil
+}
+
+// selects reports whether sv selects sts.
+func selects(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) bool {
+	if sv.Namespace != sts.Namespace {
+		return false
+	}
+	if sv.Spec.Target.Name != "" {
+		return sv.Spec.Target.Name == sts.Name
+	}
+	sel, err := metav1.LabelSelectorAsSelector(sv.Spec.Target.Selector)
+	return err == nil && !sel.Empty() && sel.Matches(labels.Set(sts.Labels))
+}
+
+// scratchVolumesFor lists the live ScratchVolumes that select sts, oldest first: the order that
+// decides conflicts.
+func (r *ScratchVolumeReconciler) scratchVolumesFor(ctx context.Context, sts *appsv1.StatefulSet) ([]v1alpha1.ScratchVolume, error) {
+	byName := &v1alpha1.ScratchVolumeList{}
+	if err := r.List(ctx, byName, client.InNamespace(sts.Namespace), client.MatchingFields{indexTargetName: sts.Name}); err != nil {
+		return nil, fmt.Errorf("failed to list ScratchVolumes for StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
+	}
+	bySelector := &v1alpha1.ScratchVolumeList{}
+	if err := r.List(ctx, bySelector, client.InNamespace(sts.Namespace), client.MatchingFields{indexHasSelector: "true"}); err != nil {
+		return nil, fmt.Errorf("failed to list ScratchVolumes in %s: %w", sts.Namespace, err)
+	}
+	var out []v1alpha1.ScratchVolume
+	for _, sv := range append(byName.Items, bySelector.Items...) {
+		if sv.DeletionTimestamp.IsZero() && selects(&sv, sts) {
+			out = append(out, sv)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return older(&out[i], &out[j]) })
+	return out, nil
+}
+
+func older(a, b *v1alpha1.ScratchVolume) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// scratchVolumesForStatefulSet maps a StatefulSet event to the ScratchVolumes that select it or whose
+// entries it carries (so that a relabelled StatefulSet is reverted).
+func (r *ScratchVolumeReconciler) scratchVolumesForStatefulSet(ctx context.Context, o client.Object) []reconcile.Request {
+	sts, ok := o.(*appsv1.StatefulSet)
+	if !ok {
+		return nil
+	}
+	names := map[string]bool{}
+	for _, n := range inject.ScratchVolumes(&sts.Spec.Template) {
+		names[n] = true
+	}
+	if svs, err := r.scratchVolumesFor(ctx, sts); err == nil {
+		for _, sv := range svs {
+			names[sv.Name] = true
+		}
+	}
+	reqs := make([]reconcile.Request, 0, len(names))
+	for n := range names {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: sts.Namespace, Name: n}})
+	}
+	return reqs
+}
+
+// deletionPredicate passes updates that start a deletion, which do not change the generation.
+type deletionPredicate struct{ predicate.Funcs }
+
+func (deletionPredicate) Update(e event.UpdateEvent) bool {
+	return e.ObjectNew != nil && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+}

@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins the etcd server command built by hack/k8s-binaries.sh so
+// that go mod tidy keeps everything it needs in go.mod and go.sum.
+package tools
+
+import (
+	_ "go.etcd.io/etcd/server/v3"
+)

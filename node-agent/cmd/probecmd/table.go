@@ -1,0 +1,187 @@
+package probecmd
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dbtune/scratch-operator/node-agent/probe"
+)
+
+// metric is one row of the table: how to read a figure from a target, and whether a lower figure
+// is the better one (latencies), which flips the tmpfs/disk ratio so that it always reads "how many
+// times better tmpfs was".
+type metric struct {
+	label       string
+	value       func(t *probe.TargetResult) (cell string, figure float64)
+	lowerBetter bool
+}
+
+// renderTable formats a result for a terminal: one column per target, a tmpfs/disk column when
+// there is exactly one of each, then notes and errors below.
+func renderTable(res *probe.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Kernel %s, run took %.1f s\n\n", res.Kernel, float64(res.DurationMilliseconds)/1000)
+	tmpfs, disk := comparedTargets(res)
+	header := []string{""}
+	for i := range res.Targets {
+		header = append(header, res.Targets[i].Name)
+	}
+	if tmpfs >= 0 {
+		header = append(header, "tmpfs/disk")
+	}
+	rows := [][]string{header}
+	for _, m := range metrics(res.Targets) {
+		if row, ok := metricRow(m, res.Targets, tmpfs, disk); ok {
+			rows = append(rows, row)
+		}
+	}
+	b.WriteString(alignColumns(rows))
+	b.WriteString(footnotes(res))
+	return b.String()
+}
+
+// comparedTargets returns the indexes of the tmpfs and disk targets a Speedup was computed for, or
+// -1, -1.
+func comparedTargets(res *probe.Result) (tmpfs, disk int) {
+	if res.Speedup == nil {
+		return -1, -1
+	}
+	tmpfs, disk = -1, -1
+	for i := range res.Targets {
+		switch res.Targets[i].Name {
+		case res.Speedup.TmpfsTarget:
+			tmpfs = i
+		case res.Speedup.DiskTarget:
+			disk = i
+		}
+	}
+	if tmpfs < 0 || disk < 0 {
+		return -1, -1
+	}
+	return tmpfs, disk
+}
+
+// metricRow builds one row; ok is false when no target has the figure (no --device, say), so that
+// the table does not carry a row of dashes.
+func metricRow(m metric, targets []probe.TargetResult, tmpfs, disk int) (row []string, ok bool) {
+	row = []string{m.label}
+	figures := make([]float64, len(targets))
+	for i := range targets {
+		cell, figure := m.value(&targets[i])
+		ok = ok || cell != ""
+		row = append(row, orDash(cell))
+		figures[i] = figure
+	}
+	if tmpfs >= 0 {
+		row = append(row, ratioCell(figures[tmpfs], figures[disk], m.lowerBetter))
+	}
+	return row, ok
+}
+
+func ratioCell(tmpfs, disk float64, lowerBetter bool) string {
+	if math.IsNaN(tmpfs) || math.IsNaN(disk) {
+		return ""
+	}
+	if lowerBetter {
+		tmpfs, disk = disk, tmpfs
+	}
+	return orDash(probe.FormatRatio(tmpfs, disk))
+}
+
+// alignColumns left-aligns the first column and right-aligns the others, counting runes so that
+// "µs" does not throw the columns off.
+func alignColumns(rows [][]string) string {
+	var widths []int
+	for _, r := range rows {
+		for i, c := range r {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		var line strings.Builder
+		for i, c := range r {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			if i == 0 {
+				line.WriteString(c + pad)
+			} else {
+				line.WriteString("   " + pad + c)
+			}
+		}
+		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+	}
+	return b.String()
+}
+
+func footnotes(res *probe.Result) string {
+	var b strings.Builder
+	b.WriteString("\nIn brackets: the bytes moved, files handled or fdatasync samples taken; * see below.\n")
+	if res.Speedup != nil {
+		b.WriteString("tmpfs/disk: how many times faster tmpfs was (for latencies: disk ÷ tmpfs).\n")
+	}
+	for i := range res.Targets {
+		t := &res.Targets[i]
+		for _, n := range notes(t) {
+			fmt.Fprintf(&b, "%s: %s\n", t.Name, n)
+		}
+	}
+	return b.String()
+}
+
+func notes(t *probe.TargetResult) []string {
+	var out []string
+	if t.ColdRead != nil && t.ColdRead.Note != "" {
+		out = append(out, "cold read "+t.ColdRead.Note)
+	}
+	if t.DirectWrite != nil && t.DirectWrite.Unsupported != "" {
+		out = append(out, "O_DIRECT write unsupported: "+t.DirectWrite.Unsupported)
+	}
+	if t.Error != "" {
+		out = append(out, "ERROR: "+t.Error)
+	}
+	return out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// formatSize shows a size the way it was most likely given: binary units when it is a whole
+// number of them (128 MiB), decimal ones otherwise (5 MB), plain bytes below that (5000 B).
+func formatSize(n int64) string {
+	switch {
+	case n >= probe.GiB && n%probe.GiB == 0:
+		return strconv.FormatInt(n/probe.GiB, 10) + " GiB"
+	case n >= probe.MiB && n%probe.MiB == 0:
+		return strconv.FormatInt(n/probe.MiB, 10) + " MiB"
+	case n >= probe.KiB && n%probe.KiB == 0:
+		return strconv.FormatInt(n/probe.KiB, 10) + " KiB"
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return strconv.FormatInt(n/1_000_000, 10) + " MB"
+	default:
+		return strconv.FormatInt(n, 10) + " B"
+	}
+}
+
+func churnSizes(targets []probe.TargetResult) []int64 {
+	var sizes []int64
+	for i := range targets {
+		for _, c := range targets[i].FileChurn {
+			if !slices.Contains(sizes, c.FileSizeBytes) {
+				sizes = append(sizes, c.FileSizeBytes)
+			}
+		}
+	}
+	slices.Sort(sizes)
+	return sizes
+}

@@ -1,0 +1,85 @@
+package probecmd
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dbtune/scratch-operator/node-agent/probe"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func fixtureResult() *probe.Result {
+	tmpfs := probe.TargetResult{
+		Name: "tmpfs", Path: "/dev/shm", Kind: probe.KindTmpfs,
+		Provenance:      probe.Provenance{FilesystemType: "tmpfs", MountOptions: "rw,relatime,size=24731708k"},
+		SequentialWrite: &probe.SequentialWriteResult{Bytes: 256 << 20, BlockSizeBytes: 128 << 20, BufferedBytesPerSecond: 2_295_800_000, FdatasyncBytesPerSecond: 2_295_700_000},
+		DirectWrite:     &probe.ThroughputResult{Bytes: 64 << 20, BlockSizeBytes: 512 << 10, BytesPerSecond: 2_757_100_000},
+		ColdRead: &probe.ThroughputResult{Bytes: 256 << 20, BlockSizeBytes: 1 << 20, BytesPerSecond: 3_841_300_000,
+			Note: "not cold: tmpfs cannot evict its pages (100% of the file stayed in memory), so this is a memory read"},
+		FileChurn: []probe.FileChurnResult{
+			{FileSizeBytes: 5000, Files: 2000, CreateFilesPerSecond: 115255, ReadUnlinkFilesPerSecond: 124969},
+			{FileSizeBytes: 5_000_000, Files: 20, CreateFilesPerSecond: 419, ReadUnlinkFilesPerSecond: 559},
+		},
+		Fdatasync: &probe.FdatasyncResult{WriteSizeBytes: 2300, Samples: 2000, P50Microseconds: 1, P99Microseconds: 2},
+	}
+	disk := probe.TargetResult{
+		Name: "disk", Path: "/var/lib/mysql", Kind: probe.KindDisk,
+		Provenance:      probe.Provenance{FilesystemType: "ext4", Device: "vda", Rotational: new(true), Scheduler: "mq-deadline", ReadAheadKiB: new(int64(8192))},
+		SequentialWrite: &probe.SequentialWriteResult{Bytes: 256 << 20, BlockSizeBytes: 128 << 20, BufferedBytesPerSecond: 719_600_000, FdatasyncBytesPerSecond: 494_500_000},
+		DirectWrite:     &probe.ThroughputResult{BlockSizeBytes: 512 << 10, Unsupported: "the filesystem refuses O_DIRECT (open returned EINVAL)"},
+		ColdRead:        &probe.ThroughputResult{Bytes: 190 << 20, BlockSizeBytes: 1 << 20, BytesPerSecond: 39_900_000},
+		FileChurn: []probe.FileChurnResult{
+			{FileSizeBytes: 5000, Files: 2000, CreateFilesPerSecond: 6846, ReadUnlinkFilesPerSecond: 92183},
+		},
+		Fdatasync:  &probe.FdatasyncResult{WriteSizeBytes: 2300, Samples: 1885, P50Microseconds: 180, P99Microseconds: 7990},
+		DeviceRead: &probe.ThroughputResult{Bytes: 3 << 30, BlockSizeBytes: 2 << 20, BytesPerSecond: 1_073_741_824, Note: "buffered read of /dev/vda"},
+		Error:      "device read: the run reached its 1m0s time limit: context deadline exceeded",
+	}
+	targets := []probe.TargetResult{tmpfs, disk}
+	return &probe.Result{Kernel: "6.18.44-fc-v657", DurationMilliseconds: 12345, Targets: targets, Speedup: probe.ComputeSpeedup(targets)}
+}
+
+func TestRenderTableGolden(t *testing.T) {
+	for name, res := range map[string]*probe.Result{
+		"table-tmpfs-disk.golden": fixtureResult(),
+		"table-single.golden":     {Kernel: "6.1.0", DurationMilliseconds: 900, Targets: fixtureResult().Targets[:1]},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := renderTable(res)
+			path := filepath.Join("testdata", name)
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("table differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
+			}
+		})
+	}
+}
+
+func TestFormatSize(t *testing.T) {
+	for n, want := range map[int64]string{
+		5000: "5000 B", 5_000_000: "5 MB", 512 << 10: "512 KiB", 128 << 20: "128 MiB", 2 << 30: "2 GiB", 1500 << 20: "1500 MiB", 2300: "2300 B",
+	} {
+		if got := formatSize(n); got != want {
+			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestAlignColumnsCountsRunes(t *testing.T) {
+	got := alignColumns([][]string{{"", "a"}, {"latency", "5 µs"}, {"x", "10 µs"}})
+	want := "              a\n" + "latency    5 µs\n" + "x         10 µs\n"
+	if got != want {
+		t.Errorf("alignColumns =\n%s, want\n%s", got, want)
+	}
+}

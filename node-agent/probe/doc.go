@@ -1,0 +1,15 @@
+// Package probe measures how a directory's storage behaves under the workloads that database temp
+// files produce, the way administrators used to measure it by hand: a `dd bs=128M count=2` sequential
+// write (buffered and with `conv=fdatasync`), a `dd bs=512k oflag=direct` write, a cold read of the
+// written file, small-file create/read/unlink churn, etcd's 2300-byte write+fdatasync latency check,
+// and an `hdparm -t` buffered read of a block device.
+//
+// Everything runs in-process through system calls; nothing is shelled out. A run is bounded in bytes
+// and time by [Options], refuses to start on a target without room for it, works inside one private
+// directory per target and removes that directory whatever happens (cancellation, a full disk, an
+// error). Targets are probed one after the other, never concurrently, so that they do not disturb
+// each other's figures.
+//
+// The result types mirror the NodeIOProfile status of api/v1alpha1 field for field (same JSON names,
+// units in the names) so that the agent can copy them across.
+package probe

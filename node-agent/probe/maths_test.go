@@ -1,0 +1,242 @@
+package probe
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestPerSecond(t *testing.T) {
+	tests := []struct {
+		name    string
+		n       int64
+		elapsed time.Duration
+		want    int64
+	}{
+		{"256 MiB in one second", 256 * MiB, time.Second, 268435456},
+		{"half a second doubles the rate", 100, 500 * time.Millisecond, 200},
+		{"truncates", 10, 3 * time.Second, 3},
+		{"no time means no rate", 100, 0, 0},
+		{"negative time means no rate", 100, -time.Second, 0},
+		{"nothing moved", 0, time.Second, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PerSecond(tt.n, tt.elapsed); got != tt.want {
+				t.Errorf("PerSecond(%d, %s) = %d, want %d", tt.n, tt.elapsed, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPercentileNearestRank(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	hundred := make([]time.Duration, 100)
+	for i := range hundred {
+		hundred[i] = time.Duration(100-i) * time.Millisecond // unsorted on purpose
+	}
+	tests := []struct {
+		name    string
+		samples []time.Duration
+		p       float64
+		want    time.Duration
+	}{
+		{"empty", nil, 50, 0},
+		{"single sample is every percentile", ms(7), 99, 7 * time.Millisecond},
+		{"median of four is the second (no interpolation)", ms(4, 1, 3, 2), 50, 2 * time.Millisecond},
+		{"median of five", ms(5, 1, 4, 2, 3), 50, 3 * time.Millisecond},
+		{"p99 of 100 is the 99th", hundred, 99, 99 * time.Millisecond},
+		{"p100 is the maximum", hundred, 100, 100 * time.Millisecond},
+		{"p99 of ten is the maximum", ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 99, 10 * time.Millisecond},
+		{"tiny p is the minimum", ms(3, 1, 2), 0.1, 1 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := slices.Clone(tt.samples)
+			if got := Percentile(tt.samples, tt.p); got != tt.want {
+				t.Errorf("Percentile(p=%v) = %s, want %s", tt.p, got, tt.want)
+			}
+			if !slices.Equal(before, tt.samples) {
+				t.Error("Percentile modified its input")
+			}
+		})
+	}
+}
+
+func TestFsyncBucketBoundsAreEtcds(t *testing.T) {
+	got := FsyncBucketBounds()
+	// etcd: prometheus.ExponentialBuckets(0.001, 2, 14), 1 ms to 8.192 s.
+	want := []time.Duration{
+		1 * time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond, 8 * time.Millisecond,
+		16 * time.Millisecond, 32 * time.Millisecond, 64 * time.Millisecond, 128 * time.Millisecond,
+		256 * time.Millisecond, 512 * time.Millisecond, 1024 * time.Millisecond, 2048 * time.Millisecond,
+		4096 * time.Millisecond, 8192 * time.Millisecond,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("FsyncBucketBounds() = %v, want %v", got, want)
+	}
+	last := FsyncBucketStartSeconds * math.Pow(FsyncBucketFactor, FsyncBucketCount-1)
+	if math.Abs(last-8.192) > 1e-9 {
+		t.Errorf("the constants give a last bound of %v s, want 8.192", last)
+	}
+	got[0] = 0
+	if FsyncBucketBounds()[0] != time.Millisecond {
+		t.Error("FsyncBucketBounds shares its slice between calls")
+	}
+}
+
+func TestCumulativeHistogram(t *testing.T) {
+	bounds := []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond}
+	tests := []struct {
+		name    string
+		samples []time.Duration
+		want    []int64
+	}{
+		{"no samples", nil, []int64{0, 0, 0}},
+		{"a bound is inclusive", []time.Duration{time.Millisecond, 2 * time.Millisecond}, []int64{1, 2, 2}},
+		{"counts accumulate", []time.Duration{time.Microsecond, 1500 * time.Microsecond, 3 * time.Millisecond}, []int64{1, 2, 3}},
+		{"above the last bound counts nowhere", []time.Duration{time.Second, time.Microsecond}, []int64{1, 1, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := CumulativeHistogram(tt.samples, bounds)
+			counts := make([]int64, len(got))
+			for i, b := range got {
+				counts[i] = b.Count
+				if b.UpperBoundMicroseconds != bounds[i].Microseconds() {
+					t.Errorf("bucket %d bound = %d µs, want %d", i, b.UpperBoundMicroseconds, bounds[i].Microseconds())
+				}
+			}
+			if !slices.Equal(counts, tt.want) {
+				t.Errorf("counts = %v, want %v", counts, tt.want)
+			}
+		})
+	}
+}
+
+func TestCeilMicroseconds(t *testing.T) {
+	tests := []struct {
+		in   time.Duration
+		want int64
+	}{
+		{0, 0}, {-time.Microsecond, 0}, {1, 1}, {300 * time.Nanosecond, 1},
+		{time.Microsecond, 1}, {time.Microsecond + 1, 2}, {5 * time.Millisecond, 5000},
+	}
+	for _, tt := range tests {
+		if got := CeilMicroseconds(tt.in); got != tt.want {
+			t.Errorf("CeilMicroseconds(%s) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestFormatRatio(t *testing.T) {
+	tests := []struct {
+		num, den float64
+		want     string
+	}{
+		{940, 100, "9.40"},
+		{1, 3, "0.33"},
+		{2, 3, "0.67"},
+		{5, 5, "1.00"},
+		{123456, 1, "123456.00"},
+		{0, 5, ""},
+		{5, 0, ""},
+		{-1, 5, ""},
+		{math.NaN(), 5, ""},
+	}
+	for _, tt := range tests {
+		if got := FormatRatio(tt.num, tt.den); got != tt.want {
+			t.Errorf("FormatRatio(%v, %v) = %q, want %q", tt.num, tt.den, got, tt.want)
+		}
+	}
+}
+
+func TestSummarizeFsync(t *testing.T) {
+	samples := make([]time.Duration, 0, 100)
+	for i := 1; i <= 100; i++ {
+		samples = append(samples, time.Duration(i)*100*time.Microsecond) // 0.1 ms … 10 ms
+	}
+	got := summarizeFsync(2300, samples)
+	if got.Samples != 100 || got.WriteSizeBytes != 2300 {
+		t.Errorf("Samples, WriteSizeBytes = %d, %d, want 100, 2300", got.Samples, got.WriteSizeBytes)
+	}
+	if got.P50Microseconds != 5000 || got.P99Microseconds != 9900 {
+		t.Errorf("p50, p99 = %d, %d µs, want 5000, 9900", got.P50Microseconds, got.P99Microseconds)
+	}
+	if len(got.Buckets) != FsyncBucketCount {
+		t.Fatalf("%d buckets, want %d", len(got.Buckets), FsyncBucketCount)
+	}
+	// ≤1 ms: 10 samples, ≤2 ms: 20, ≤4 ms: 40, ≤8 ms: 80, ≤16 ms: all.
+	for i, want := range []int64{10, 20, 40, 80, 100} {
+		if got.Buckets[i].Count != want {
+			t.Errorf("bucket ≤%d µs = %d, want %d", got.Buckets[i].UpperBoundMicroseconds, got.Buckets[i].Count, want)
+		}
+	}
+	if empty := summarizeFsync(2300, nil); empty.P99Microseconds != 0 || empty.Samples != 0 {
+		t.Errorf("no samples gave %+v", empty)
+	}
+}
+
+func TestComputeSpeedup(t *testing.T) {
+	tmpfs := TargetResult{
+		Name: "tmpfs", Kind: KindTmpfs,
+		SequentialWrite: &SequentialWriteResult{FdatasyncBytesPerSecond: 2000},
+		ColdRead:        &ThroughputResult{BytesPerSecond: 3000},
+		FileChurn:       []FileChurnResult{{FileSizeBytes: 5_000_000, CreateFilesPerSecond: 10}, {FileSizeBytes: 5000, CreateFilesPerSecond: 100000}},
+		Fdatasync:       &FdatasyncResult{P99Microseconds: 2},
+	}
+	disk := TargetResult{
+		Name: "data", Kind: KindDisk,
+		SequentialWrite: &SequentialWriteResult{FdatasyncBytesPerSecond: 500},
+		ColdRead:        &ThroughputResult{BytesPerSecond: 3000},
+		FileChurn:       []FileChurnResult{{FileSizeBytes: 5000, CreateFilesPerSecond: 8000}, {FileSizeBytes: 5_000_000, CreateFilesPerSecond: 20}},
+		Fdatasync:       &FdatasyncResult{P99Microseconds: 5000},
+	}
+	want := Speedup{TmpfsTarget: "tmpfs", DiskTarget: "data", SequentialWrite: "4.00", ColdRead: "1.00", SmallFiles: "12.50", Fdatasync: "2500.00"}
+	if got := ComputeSpeedup([]TargetResult{disk, tmpfs}); got == nil || *got != want {
+		t.Errorf("ComputeSpeedup = %+v, want %+v", got, want)
+	}
+	partial := ComputeSpeedup([]TargetResult{{Name: "t", Kind: KindTmpfs}, {Name: "d", Kind: KindDisk, ColdRead: &ThroughputResult{}}})
+	if partial == nil || *partial != (Speedup{TmpfsTarget: "t", DiskTarget: "d"}) {
+		t.Errorf("missing figures gave %+v, want names only", partial)
+	}
+	for name, targets := range map[string][]TargetResult{
+		"no disk":    {tmpfs},
+		"two disks":  {tmpfs, disk, disk},
+		"two tmpfs":  {tmpfs, tmpfs, disk},
+		"no targets": nil,
+	} {
+		if got := ComputeSpeedup(targets); got != nil {
+			t.Errorf("%s: ComputeSpeedup = %+v, want nil", name, got)
+		}
+	}
+}
+
+func TestParseKernelVersion(t *testing.T) {
+	tests := []struct {
+		release      string
+		major, minor int
+		ok           bool
+	}{
+		{"6.18.44-fc-v657", 6, 18, true},
+		{"6.6.0", 6, 6, true},
+		{"5.15.0-1051-azure", 5, 15, true},
+		{"6.19-rc1", 6, 19, true},
+		{"6", 0, 0, false},
+		{"", 0, 0, false},
+		{"x.y", 0, 0, false},
+	}
+	for _, tt := range tests {
+		major, minor, ok := ParseKernelVersion(tt.release)
+		if major != tt.major || minor != tt.minor || ok != tt.ok {
+			t.Errorf("ParseKernelVersion(%q) = %d, %d, %v, want %d, %d, %v", tt.release, major, minor, ok, tt.major, tt.minor, tt.ok)
+		}
+	}
+}

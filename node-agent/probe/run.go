@@ -1,0 +1,162 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// TempDirPattern names the private working directory a run creates in each target (os.MkdirTemp
+// pattern). Everything the probe writes lives below it, and it is removed when the target is done.
+const TempDirPattern = ".dbtune-probe-*"
+
+// Run probes each target in turn and returns what it measured.
+//
+// Before writing anything it validates opts, checks every target (an existing writable directory
+// with at least twice PeakBytesPerTarget free, a readable block device if one is given) and refuses
+// the whole run, with every problem named, if one fails. A workload that fails on a target, for
+// example because the filesystem filled up, ends that target with TargetResult.Error and the run
+// goes on with the next one; Result.Err collects those. When ctx is canceled or opts.MaxDuration
+// passes, Run returns what it has so far together with an error. In every case the files it created
+// are gone when Run returns.
+func Run(ctx context.Context, targets []Target, opts Options) (*Result, error) {
+	if err := opts.Validate(len(targets)); err != nil {
+		return nil, fmt.Errorf("invalid probe options: %w", err)
+	}
+	plans, err := preflight(targets, &opts)
+	if err != nil {
+		return nil, fmt.Errorf("refusing to start the probe run: %w", err)
+	}
+	limit := fmt.Errorf("the run reached its %s time limit: %w", opts.MaxDuration, context.DeadlineExceeded)
+	ctx, cancel := context.WithTimeoutCause(ctx, opts.MaxDuration, limit)
+	defer cancel()
+	res := &Result{Kernel: kernelRelease(), StartTime: time.Now()}
+	bufs, err := newBuffers(&opts)
+	if err != nil {
+		return nil, err
+	}
+	defer bufs.release()
+	for i := range plans {
+		res.Targets = append(res.Targets, runTarget(ctx, &plans[i], &opts, bufs, res.Kernel))
+	}
+	res.FinishTime = time.Now()
+	res.DurationMilliseconds = res.FinishTime.Sub(res.StartTime).Milliseconds()
+	res.Speedup = ComputeSpeedup(res.Targets)
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("the probe run stopped early: %w", context.Cause(ctx))
+	}
+	return res, nil
+}
+
+// Err joins the errors of the targets; it is nil when every target was probed completely.
+func (r *Result) Err() error {
+	var errs []error
+	for i := range r.Targets {
+		if t := &r.Targets[i]; t.Error != "" {
+			errs = append(errs, fmt.Errorf("target %s (%s): %s", t.Name, t.Path, t.Error))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runTarget runs every workload on one target inside a private directory that it always removes.
+func runTarget(ctx context.Context, p *plan, o *Options, bufs *buffers, kernel string) (tr TargetResult) {
+	tr = TargetResult{Name: p.Name, Path: p.Path, Kind: p.kind, Provenance: p.prov}
+	if ctx.Err() != nil {
+		tr.Error = "not probed: " + context.Cause(ctx).Error()
+		return tr
+	}
+	dir, err := os.MkdirTemp(p.Path, TempDirPattern)
+	if err != nil {
+		tr.Error = fmt.Sprintf("failed to create a working directory in %s: %v", p.Path, err)
+		return tr
+	}
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			tr.Error = joinMessages(tr.Error, fmt.Sprintf("failed to remove %s: %v", dir, err))
+		}
+	}()
+	for _, s := range workloads(ctx, dir, p, o, bufs, kernel, &tr) {
+		if err := s.run(); err != nil {
+			tr.Error = s.name + ": " + causeOf(ctx, err).Error()
+			break
+		}
+	}
+	return tr
+}
+
+// step is one workload of a target; it stores its figures in the TargetResult as it goes, so that
+// a later failure keeps the figures already measured.
+type step struct {
+	name string
+	run  func() error
+}
+
+func workloads(ctx context.Context, dir string, p *plan, o *Options, bufs *buffers, kernel string, tr *TargetResult) []step {
+	seqPath := filepath.Join(dir, "sequential")
+	directPath := filepath.Join(dir, "direct")
+	fsyncPath := filepath.Join(dir, "fdatasync")
+	steps := []step{
+		{"sequential write", func() (err error) {
+			tr.SequentialWrite, err = sequentialWrite(ctx, seqPath, bufs.write, o.SeqWriteBytes, o.seqBlockBytes())
+			return err
+		}},
+		{"cold read", func() (err error) {
+			tr.ColdRead, err = coldRead(ctx, seqPath, p.kind, bufs.read[:o.ColdReadBlockBytes], o.ColdReadMaxDuration)
+			return removeAfter(seqPath, err)
+		}},
+		{"O_DIRECT write", func() (err error) {
+			tr.DirectWrite, err = directWrite(ctx, directPath, p.kind, kernel, bufs.write,
+				o.DirectWriteBytes, o.directBlockBytes(), o.DirectWriteMaxDuration)
+			return removeAfter(directPath, err)
+		}},
+	}
+	for _, c := range o.Churn {
+		steps = append(steps, step{fmt.Sprintf("%d-byte file churn", c.FileBytes), func() error {
+			r, err := churn(ctx, dir, c, bufs, o.ChurnMaxDuration)
+			if r != nil {
+				tr.FileChurn = append(tr.FileChurn, *r)
+			}
+			return err
+		}})
+	}
+	steps = append(steps, step{"fdatasync latency", func() (err error) {
+		tr.Fdatasync, err = fdatasyncLatency(ctx, fsyncPath, bufs.write, o)
+		return removeAfter(fsyncPath, err)
+	}})
+	if p.Device != "" {
+		steps = append(steps, step{"device read", func() (err error) {
+			tr.DeviceRead, err = deviceRead(ctx, p.Device, bufs.read, o)
+			return err
+		}})
+	}
+	return steps
+}
+
+// removeAfter removes a workload's file as soon as the workload is over, so that the next one
+// starts with the space PeakBytesPerTarget promised.
+func removeAfter(path string, err error) error {
+	if rmErr := os.Remove(path); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) && err == nil {
+		return fmt.Errorf("failed to remove %s: %w", path, rmErr)
+	}
+	return err
+}
+
+// causeOf replaces a bare context error by its cause, so that a target says "the run reached its
+// 1m0s time limit" rather than "context deadline exceeded".
+func causeOf(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return context.Cause(ctx)
+	}
+	return err
+}
+
+func joinMessages(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
