@@ -1,5 +1,5 @@
-// Command node-agent is the dbtune node agent. For now it offers the by-hand subcommand "probe",
-// which measures a node's tmpfs and disk.
+// Command node-agent is the dbtune node agent. By hand it measures a node's tmpfs and disk ("probe")
+// and reads or sets block-device read-ahead ("readahead").
 package main
 
 import (
@@ -11,12 +11,14 @@ import (
 	"syscall"
 
 	"github.com/dbtune/scratch-operator/node-agent/cmd/probecmd"
+	"github.com/dbtune/scratch-operator/node-agent/cmd/readaheadcmd"
 )
 
 const usage = `Usage: node-agent COMMAND [options]
 
 Commands:
-  probe   measure the storage of directories (node-agent probe -h for options)
+  probe       measure the storage of directories (node-agent probe -h for options)
+  readahead   get, set or report block-device read-ahead (node-agent readahead -h)
 `
 
 func main() {
@@ -28,8 +30,13 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "probe" {
-		return probecmd.Run(ctx, args[1:], stdout, stderr)
+	if len(args) > 0 {
+		switch args[0] {
+		case "probe":
+			return probecmd.Run(ctx, args[1:], stdout, stderr)
+		case "readahead":
+			return readaheadcmd.Run(ctx, args[1:], stdout, stderr)
+		}
 	}
 	fmt.Fprint(stderr, usage)
 	return 2
