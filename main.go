@@ -84,6 +84,7 @@ func run(ctx context.Context, opts options) error {
 	r := &controllers.ScratchVolumeReconciler{
 		Client: mgr.GetClient(), Scheme: scheme,
 		Recorder:                mgr.GetEventRecorder("scratch-operator"),
+		APIReader:               mgr.GetAPIReader(),
 		MaxConcurrentReconciles: opts.concurrency,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {

@@ -28,6 +28,8 @@ type ScratchVolumeReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder recorder.EventRecorder
+	// APIReader reads around the cache, where a write must see the object it just changed.
+	APIReader client.Reader
 	// MaxConcurrentReconciles bounds parallel reconciles (default 1).
 	MaxConcurrentReconciles int
 }

@@ -215,7 +215,7 @@ func TestBlockedInjectionsLeaveTheStatefulSetUntouched(t *testing.T) {
 			if after.ResourceVersion != before.ResourceVersion || !equality.Semantic.DeepEqual(before.Spec, after.Spec) {
 				t.Errorf("the StatefulSet was modified")
 			}
-			if n := writes.get(ns, "db"); n != 0 {
+			if n := writes.get(ns); n != 0 {
 				t.Errorf("the controller wrote the StatefulSet %d times", n)
 			}
 			assertEvent(t, ns, "sv", "InjectionBlocked")
@@ -301,7 +301,7 @@ func TestNoWritesWhenNothingChanged(t *testing.T) {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
 	})
 	time.Sleep(time.Second)
-	settled := writes.get(ns, "db")
+	settled := writes.get(ns)
 	if settled != 1 {
 		t.Errorf("the injection took %d StatefulSet writes, want 1", settled)
 	}
@@ -319,7 +319,7 @@ func TestNoWritesWhenNothingChanged(t *testing.T) {
 		}
 	}
 	consistently(t, 2*time.Second, func() string {
-		if n := writes.get(ns, "db"); n != settled {
+		if n := writes.get(ns); n != settled {
 			return fmt.Sprintf("%d StatefulSet writes after reconciles of an unchanged object", n-settled)
 		}
 		return ""

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 )
@@ -288,8 +290,11 @@ func (r *ScratchVolumeReconciler) updateStatus(ctx context.Context, sv *v1alpha1
 		return nil
 	}
 	r.warnOnNewProblems(sv, status)
+	before := sv.DeepCopy()
 	sv.Status = status
-	if err := r.Status().Update(ctx, sv); err != nil {
+	// A merge patch of the whole status: this reconcile computed all of it, and it must not fail on a
+	// resourceVersion that moved because the finalizer or labels changed meanwhile.
+	if err := r.Status().Patch(ctx, sv, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("failed to update the status of ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
 	}
 	return nil

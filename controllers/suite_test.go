@@ -26,10 +26,11 @@ var (
 
 	managerOnce sync.Once
 	managerErr  error
+	stopManager = func() {}
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Main(m, &env))
+	os.Exit(testenv.Main(m, &env, func() { stopManager() }))
 }
 
 // startManager runs the real manager (same cache options and reconciler as the binary) against the
@@ -57,15 +58,19 @@ func runManager(e *testenv.Env) error {
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	stopManager = func() { cancel(); <-done }
 	r := &controllers.ScratchVolumeReconciler{
 		Client: mgr.GetClient(), Scheme: e.Scheme, Recorder: mgr.GetEventRecorder("scratch-operator"),
+		APIReader:               mgr.GetAPIReader(),
 		MaxConcurrentReconciles: 4,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
 	go func() {
+		defer close(done)
 		if err := mgr.Start(ctx); err != nil {
 			panic(err)
 		}
@@ -87,10 +92,11 @@ type writeCounter struct {
 	n  map[string]int
 }
 
-func (w *writeCounter) get(ns, name string) int {
+// get returns the writes to the StatefulSet "db" of namespace ns, the name every test here uses.
+func (w *writeCounter) get(ns string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.n[ns+"/"+name]
+	return w.n[ns+"/db"]
 }
 
 type countingTransport struct {

@@ -39,20 +39,23 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 		return nil, err
 	}
 	outcomes := decide(svs, sts)
-	desired := inject.Desired(winningPlans(outcomes))
-	for _, o := range outcomes {
-		if o.kept {
-			desired = desired.Merge(inject.ObservedFor(&sts.Spec.Template, o.sv.Name))
-		}
+	plans, kept := winningPlans(outcomes), keptNames(outcomes)
+	user := inject.Strip(sts.Spec.Template)
+	changes, states := inject.Overrides(&user, &sts.Spec.Template, plans, kept)
+	desired := inject.Desired(plans)
+	for _, name := range kept {
+		desired = desired.Merge(inject.ObservedFor(&sts.Spec.Template, name))
 	}
+	desired = desired.WithAnnotations(states)
 	if err := r.ensureConfigMaps(ctx, sts, outcomes); err != nil {
 		return nil, err
 	}
 	observed := inject.Observed(&sts.Spec.Template)
-	if desired.Equal(observed) {
+	pending := inject.Pending(&sts.Spec.Template, changes, &user)
+	if desired.Equal(observed) && len(pending) == 0 {
 		return outcomes, nil
 	}
-	if err := r.apply(ctx, sts, desired, observed); err != nil {
+	if err := r.write(ctx, sts, desired, observed, pending); err != nil {
 		return nil, err
 	}
 	r.recordChange(sts, outcomes, desired, observed)
@@ -108,6 +111,50 @@ func claim(claims map[string]string, sv *v1alpha1.ScratchVolume, plan *inject.Pl
 		claims[k.key] = sv.Name
 	}
 	return nil
+}
+
+// write applies the entries and patches the containers. Adding, the state annotations go first, so a
+// failed patch never leaves flags nobody recorded; removing, the patch goes first, so a failed apply
+// never forgets flags still there.
+func (r *ScratchVolumeReconciler) write(ctx context.Context, sts *appsv1.StatefulSet, desired, observed inject.Entries, pending []inject.ContainerChange) error {
+	removing := false
+	for k := range observed.Annotations {
+		if _, ok := desired.Annotations[k]; !ok {
+			removing = true
+		}
+	}
+	if removing {
+		if err := r.patchContainers(ctx, sts, pending); err != nil {
+			return err
+		}
+	}
+	if !desired.Equal(observed) {
+		if err := r.apply(ctx, sts, desired, observed); err != nil {
+			return err
+		}
+	}
+	if !removing && len(pending) > 0 {
+		// The apply moved the resourceVersion on: read the object the patch will test against.
+		reader := r.APIReader
+		if reader == nil {
+			reader = r.Client
+		}
+		if err := reader.Get(ctx, client.ObjectKeyFromObject(sts), sts); err != nil {
+			return fmt.Errorf("failed to get StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
+		}
+		return r.patchContainers(ctx, sts, pending)
+	}
+	return nil
+}
+
+func keptNames(outcomes map[string]*outcome) []string {
+	var names []string
+	for name, o := range outcomes {
+		if o.kept {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 func winningPlans(outcomes map[string]*outcome) []*inject.Plan {

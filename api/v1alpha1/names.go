@@ -19,10 +19,12 @@ const (
 	// everything injected, so a change rolls the pods; the key tells which ScratchVolumes are present.
 	InjectionAnnotationPrefix = "scratch.dbtune.io/"
 
-	// ReservedMemoryAnnotationPrefix starts the pod-template annotation that records, for
-	// `memory.accounting: Reserve`, the memory a ScratchVolume added to its container and the values
-	// that resulted: `reserved.scratch.dbtune.io/<ScratchVolume name>: <added>,<request>,<limit>`.
-	ReservedMemoryAnnotationPrefix = "reserved.scratch.dbtune.io/"
+	// StateAnnotationPrefix starts the pod-template annotation that records what a ScratchVolume
+	// changed outside its own keyed entries: the flags it appended to a container's args
+	// (`injection: Args`) and the memory it added to the container's request and limit
+	// (`memory.accounting: Reserve`), with the values that resulted. It is how the controller removes
+	// exactly its own flags and memory later, and notices when someone else changed them.
+	StateAnnotationPrefix = "state.scratch.dbtune.io/"
 
 	// ObjectPrefix starts the names of the volumes, init container and ConfigMaps the controller adds,
 	// so that they can never be mistaken for the user's.

@@ -396,9 +396,9 @@ func (sv *ScratchVolume) InjectionAnnotation() string {
 	return InjectionAnnotationPrefix + sv.Name
 }
 
-// ReservedMemoryAnnotation is the pod-template annotation key recording reserved memory.
-func (sv *ScratchVolume) ReservedMemoryAnnotation() string {
-	return ReservedMemoryAnnotationPrefix + sv.Name
+// StateAnnotation is the pod-template annotation key recording this ScratchVolume's flags and memory.
+func (sv *ScratchVolume) StateAnnotation() string {
+	return StateAnnotationPrefix + sv.Name
 }
 
 // VolumeName is the name of the memory-backed emptyDir volume in the pod template.

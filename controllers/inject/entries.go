@@ -100,6 +100,7 @@ func ScratchVolumes(tmpl *corev1.PodTemplateSpec) []string {
 // Strip returns the template without any of our entries: the template as its owner wrote it.
 func Strip(tmpl corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 	out := *tmpl.DeepCopy()
+	undoOverrides(&out)
 	own := ownedNames(&out)
 	for k := range out.Annotations {
 		if isOurAnnotation(k) {
@@ -130,7 +131,7 @@ func ownedNames(tmpl *corev1.PodTemplateSpec) owned {
 
 func isOurAnnotation(key string) bool {
 	return strings.HasPrefix(key, v1alpha1.InjectionAnnotationPrefix) ||
-		strings.HasPrefix(key, v1alpha1.ReservedMemoryAnnotationPrefix)
+		strings.HasPrefix(key, v1alpha1.StateAnnotationPrefix)
 }
 
 func named(name string) *v1alpha1.ScratchVolume {
@@ -195,7 +196,7 @@ func ObservedFor(tmpl *corev1.PodTemplateSpec, scratchVolume string) Entries {
 	all := Observed(tmpl)
 	sv := named(scratchVolume)
 	e := Entries{Annotations: map[string]string{}, Mounts: map[string][]corev1.VolumeMount{}}
-	for _, k := range []string{sv.InjectionAnnotation(), sv.ReservedMemoryAnnotation()} {
+	for _, k := range []string{sv.InjectionAnnotation(), sv.StateAnnotation()} {
 		if v, ok := all.Annotations[k]; ok {
 			e.Annotations[k] = v
 		}
@@ -207,6 +208,14 @@ func ObservedFor(tmpl *corev1.PodTemplateSpec, scratchVolume string) Entries {
 		if kept := filter(ms, func(m corev1.VolumeMount) bool { return mine[m.Name] }); len(kept) > 0 {
 			e.Mounts[c] = kept
 		}
+	}
+	return e
+}
+
+// WithAnnotations adds annotations (the state annotations of Overrides) to e.
+func (e Entries) WithAnnotations(a map[string]string) Entries {
+	for k, v := range a {
+		e.Annotations[k] = v
 	}
 	return e
 }

@@ -134,10 +134,11 @@ func (e *Env) Stop() error {
 // Environment exposes the underlying envtest environment (to add users, for example).
 func (e *Env) Environment() *envtest.Environment { return e.env }
 
-// Main is a TestMain body: it starts the environment into *envp, runs the tests and stops it. When the
-// environment cannot start, tests that call Require skip with the reason (or the run fails when
-// Strict). In -short mode it does not start the environment at all.
-func Main(m *testing.M, envp **Env) int {
+// Main is a TestMain body: it starts the environment into *envp, runs the tests, calls beforeStop
+// (to stop managers that talk to the API server) and stops it. When the environment cannot start,
+// tests that call Require skip with the reason (or the run fails when Strict). In -short mode it does
+// not start the environment at all.
+func Main(m *testing.M, envp **Env, beforeStop ...func()) int {
 	flag.Parse()
 	if testing.Short() {
 		*envp = &Env{unavailable: "envtest suites do not run in -short mode"}
@@ -154,6 +155,9 @@ func Main(m *testing.M, envp **Env) int {
 	}
 	*envp = e
 	code := m.Run()
+	for _, f := range beforeStop {
+		f()
+	}
 	if err := e.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "envtest: failed to stop: %v\n", err)
 	}
