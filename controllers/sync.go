@@ -203,6 +203,9 @@ func (r *ScratchVolumeReconciler) recordChange(sts *appsv1.StatefulSet, outcomes
 		key := o.sv.InjectionAnnotation()
 		before, had := observed.Annotations[key]
 		switch {
+		case !had && wasInjected(o.sv, sts.Name):
+			r.Recorder.Eventf(o.sv, sts, corev1.EventTypeNormal, EventRestored, actionInject,
+				"Restored the injection in StatefulSet %s, which another field manager or a hand edit removed", sts.Name)
 		case !had:
 			r.Recorder.Eventf(o.sv, sts, corev1.EventTypeNormal, EventInjected, actionInject,
 				"Injected a %s RAM volume at %s into container %s of StatefulSet %s", o.sv.Spec.Size.String(), o.plan.Mount.MountPath, o.plan.Container, sts.Name)
@@ -214,6 +217,16 @@ func (r *ScratchVolumeReconciler) recordChange(sts *appsv1.StatefulSet, outcomes
 				"Restored entries of StatefulSet %s that another field manager or a hand edit removed", sts.Name)
 		}
 	}
+}
+
+// wasInjected reports whether sv's last status had target injected.
+func wasInjected(sv *v1alpha1.ScratchVolume, target string) bool {
+	for _, t := range sv.Status.Targets {
+		if t.Name == target {
+			return t.Injected
+		}
+	}
+	return false
 }
 
 // ensureConfigMaps applies the drop-in ConfigMap of every winning ConfigFile plan before the pod
