@@ -77,7 +77,8 @@ func TestForcedServerSideApplyByAnotherManager(t *testing.T) {
 	manifest := unstructuredSTS(t, mariadbStatefulSet(ns, "db"))
 	apply := func() {
 		t.Helper()
-		if err := e.Client.Patch(ctxFor(t), manifest.DeepCopy(), client.Apply, client.FieldOwner("argocd-controller"), client.ForceOwnership); err != nil {
+		ac := client.ApplyConfigurationFromUnstructured(manifest.DeepCopy())
+		if err := e.Client.Apply(ctxFor(t), ac, client.FieldOwner("argocd-controller"), client.ForceOwnership); err != nil {
 			t.Fatalf("apply by argocd-controller: %v", err)
 		}
 	}
@@ -197,10 +198,11 @@ func TestRolloutFollowsTheStatefulSetController(t *testing.T) {
 		t.Errorf("the OnDelete message should count pods: %q", c.Message)
 	}
 	setStatus(2, "rev2", "rev2")
-	eventually(t, func() string { return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready") })
+	eventually(t, func() string {
+		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready")
+	})
 	st := getSV(t, e, ns, "tmp").Status.Targets[0]
 	if st.UpdatedReplicas != 2 || st.Replicas != 2 || st.ReadyReplicas != 2 {
 		t.Errorf("target status does not follow the StatefulSet: %+v", st)
 	}
 }
-
