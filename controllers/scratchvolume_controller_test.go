@@ -183,10 +183,6 @@ func TestBlockedInjectionsLeaveTheStatefulSetUntouched(t *testing.T) {
 			s.Spec.Template.Spec.Volumes = append(s.Spec.Template.Spec.Volumes, corev1.Volume{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "my-conf"}}}})
 			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "conf", MountPath: "/etc/mysql/conf.d"})
 		}, nil, v1alpha1.ConditionConflict, "ConfigDirUnusable", "mounts volume \"conf\" at /etc/mysql/conf.d"},
-		{"data directory on no volume", func(s *appsv1.StatefulSet) {
-			s.Spec.Template.Spec.Containers[0].VolumeMounts = nil
-			s.Spec.VolumeClaimTemplates = nil
-		}, nil, v1alpha1.ConditionInjected, "InvalidLayout", "mount a volumeClaimTemplate at /var/lib/mysql"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -351,4 +347,34 @@ func TestSizeChangeRollsThePods(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// TestDataDirectoryOnNoVolume: without a persistent volume the replica load directory must still not
+// land on the RAM volume (it would default to tmpdir); a disk-backed emptyDir takes it, and the
+// Injected condition says so.
+func TestDataDirectoryOnNoVolume(t *testing.T) {
+	e := startManager(t)
+	ns := e.Namespace(t)
+	sts := mariadbStatefulSet(ns, "db")
+	sts.Spec.Template.Spec.Containers[0].VolumeMounts = nil
+	sts.Spec.VolumeClaimTemplates = nil
+	sv := scratchVolume(ns, "tmp", "db")
+	create(t, e, sts, sv)
+	eventually(t, func() string { return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "") })
+	if c := condition(t, e, ns, "tmp", v1alpha1.ConditionInjected); !strings.Contains(c.Message, "mount a volumeClaimTemplate at /var/lib/mysql") {
+		t.Errorf("the Injected condition should warn about the missing volume: %q", c.Message)
+	}
+	got := getSTS(t, e, ns, "db")
+	disk := findVolume(&got.Spec.Template.Spec, sv.DiskVolumeName())
+	if disk == nil || disk.EmptyDir == nil || disk.EmptyDir.Medium != corev1.StorageMediumDefault {
+		t.Fatalf("want a disk-backed emptyDir %s, got %+v", sv.DiskVolumeName(), disk)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := e.Client.Get(ctxFor(t), client.ObjectKey{Namespace: ns, Name: sv.ConfigMapName("db")}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if data := cm.Data[mysql.DropInFileName]; !strings.Contains(data, "slave_load_tmpdir = "+v1alpha1.DiskFallbackMountPath) &&
+		!strings.Contains(data, "slave_load_tmpdir="+v1alpha1.DiskFallbackMountPath) {
+		t.Errorf("the replica load directory must be on the disk-backed volume:\n%s", data)
+	}
 }

@@ -25,6 +25,10 @@ const (
 const (
 	DefaultMySQLTmpdirMountPath = "/var/lib/mysql-tmp"
 	DefaultGenericMountPath     = "/scratch"
+
+	// DiskFallbackMountPath is where a disk-backed emptyDir holds the replica load directory (and the
+	// other must-survive directories) of a server whose data directory is on no volume.
+	DiskFallbackMountPath = "/var/lib/mysql-disk-tmp"
 )
 
 // MaxScratchVolumeSize is the largest size a ScratchVolume accepts. Beyond it a local disk is the
@@ -406,6 +410,10 @@ func (sv *ScratchVolume) VolumeName() string { return dnsLabel(ObjectPrefix+"scr
 
 // ConfigVolumeName is the name of the volume carrying the my.cnf drop-in file.
 func (sv *ScratchVolume) ConfigVolumeName() string { return dnsLabel(ObjectPrefix+"mycnf-", sv.Name) }
+
+// DiskVolumeName is the name of the disk-backed emptyDir that holds the must-survive directories
+// when the data directory is on no persistent volume.
+func (sv *ScratchVolume) DiskVolumeName() string { return dnsLabel(ObjectPrefix+"disk-", sv.Name) }
 
 // InitContainerName is the init container that creates, on the persistent volume, the directories
 // the database needs before it starts.

@@ -39,6 +39,10 @@ func Desired(plans []*Plan) Entries {
 			e.Volumes = append(e.Volumes, reduceVolume(*p.ConfigVolume))
 			e.Mounts[p.Container] = append(e.Mounts[p.Container], reduceMount(*p.ConfigMount))
 		}
+		if p.DiskVolume != nil {
+			e.Volumes = append(e.Volumes, reduceVolume(*p.DiskVolume))
+			e.Mounts[p.Container] = append(e.Mounts[p.Container], reduceMount(*p.DiskMount))
+		}
 		if p.Init != nil {
 			e.InitContainers = append(e.InitContainers, reduceContainer(*p.Init))
 		}
@@ -124,6 +128,7 @@ func ownedNames(tmpl *corev1.PodTemplateSpec) owned {
 		sv := named(name)
 		o.volumes[sv.VolumeName()] = true
 		o.volumes[sv.ConfigVolumeName()] = true
+		o.volumes[sv.DiskVolumeName()] = true
 		o.inits[sv.InitContainerName()] = true
 	}
 	return o
@@ -201,7 +206,7 @@ func ObservedFor(tmpl *corev1.PodTemplateSpec, scratchVolume string) Entries {
 			e.Annotations[k] = v
 		}
 	}
-	mine := map[string]bool{sv.VolumeName(): true, sv.ConfigVolumeName(): true}
+	mine := map[string]bool{sv.VolumeName(): true, sv.ConfigVolumeName(): true, sv.DiskVolumeName(): true}
 	e.Volumes = filter(all.Volumes, func(v corev1.Volume) bool { return mine[v.Name] })
 	e.InitContainers = filter(all.InitContainers, func(c corev1.Container) bool { return c.Name == sv.InitContainerName() })
 	for c, ms := range all.Mounts {

@@ -35,6 +35,11 @@ type Plan struct {
 	ConfigKey    string
 	ConfigData   string
 
+	// DiskVolume and DiskMount hold the must-survive directories on the node's disk when the data
+	// directory is on no persistent volume (nil otherwise).
+	DiskVolume *corev1.Volume
+	DiskMount  *corev1.VolumeMount
+
 	// Args are the flags appended to Container's args (Args injection only).
 	Args []string
 
@@ -125,14 +130,17 @@ func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c 
 	}
 	p.Profile = &profile
 	data := findDataVolume(sts, c, profile.DataDir)
-	if data.Memory || data.Mount == nil {
-		return problemf(ReasonInvalidLayout, "%s", data.note(c.Name, profile.DataDir).Message+
-			"; until then the directories that must survive a restart have nowhere safe to go, so nothing is injected")
-	}
 	if n := data.note(c.Name, profile.DataDir); n != nil {
 		p.Notes = append(p.Notes, *n)
 	}
 	layout := mysql.DefaultLayout(profile, p.Mount.MountPath, sv.Spec.MySQL)
+	if data.Mount == nil || data.Memory {
+		// No disk under the data directory: without a volume of our own, the replica load directory
+		// would default to tmpdir, on the RAM volume. A disk-backed emptyDir lives as long as the data.
+		if err := p.planDiskFallback(sv, c, &layout, profile); err != nil {
+			return err
+		}
+	}
 	if err := layout.Validate(profile); err != nil {
 		return problemf(ReasonInvalidLayout, "%v", err)
 	}
@@ -140,7 +148,37 @@ func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c 
 	if err := p.planDelivery(sv, sts.Name, c, profile, layout); err != nil {
 		return err
 	}
-	p.Init = initContainer(sv, c, data.Mount, layout.PersistentDirs())
+	if p.DiskVolume == nil {
+		p.Init = initContainer(sv, c, data.Mount, layout.PersistentDirs())
+	}
+	return nil
+}
+
+// planDiskFallback puts every must-survive directory on a disk-backed emptyDir of our own. emptyDir
+// directories are world-writable and exist before the container starts, so no init container is
+// needed; the files' names never collide (SQL_LOAD-*, #sql*, SST staging).
+func (p *Plan) planDiskFallback(sv *v1alpha1.ScratchVolume, c *corev1.Container, l *mysql.Layout, profile mysql.Profile) error {
+	v := &corev1.Volume{Name: sv.DiskVolumeName(), VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	m := &corev1.VolumeMount{Name: v.Name, MountPath: v1alpha1.DiskFallbackMountPath}
+	if m.MountPath == p.Mount.MountPath {
+		return problemf(ReasonMountPathInUse, "spec.mountPath %s is where the disk-backed directories go when the data directory is on no volume: choose another", m.MountPath)
+	}
+	for _, um := range c.VolumeMounts {
+		if path.Clean(um.MountPath) == m.MountPath {
+			return problemf(ReasonMountPathInUse, "container %s already mounts volume %q at %s: mount the data directory on a volumeClaimTemplate", c.Name, um.Name, m.MountPath)
+		}
+	}
+	p.DiskVolume, p.DiskMount = v, m
+	if sv.Spec.MySQL == nil || sv.Spec.MySQL.ReplicaLoadDir == "" {
+		l.ReplicaLoadDir = m.MountPath
+	}
+	if profile.InnoDBTmpdir && l.InnoDBTmpDir != l.TmpDir {
+		l.InnoDBTmpDir = m.MountPath
+	}
+	if profile.GaleraSST {
+		l.SSTTmpDir = m.MountPath
+	}
+	l.HiddenDirs = nil
 	return nil
 }
 
@@ -236,10 +274,11 @@ func (p *Plan) hash() string {
 		ConfigVolume *corev1.Volume
 		ConfigMount  *corev1.VolumeMount
 		ConfigData   string
+		DiskVolume   *corev1.Volume
 		Args         []string
 		Init         *corev1.Container
 		Reserve      string
-	}{p.Container, p.Volume, p.Mount, p.ConfigVolume, p.ConfigMount, p.ConfigData, p.Args, p.Init, ""}
+	}{p.Container, p.Volume, p.Mount, p.ConfigVolume, p.ConfigMount, p.ConfigData, p.DiskVolume, p.Args, p.Init, ""}
 	if p.Reserve != nil {
 		content.Reserve = p.Reserve.String()
 	}

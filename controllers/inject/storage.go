@@ -6,6 +6,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
 )
 
 // dataVolume describes where a container keeps its data directory.
@@ -70,9 +72,15 @@ func (d dataVolume) note(container, dataDir string) *Note {
 		return nil
 	case d.Mount == nil:
 		return &Note{Reason: NoteNoPersistentVolume, Message: fmt.Sprintf(
-			"the data directory %s of container %s is on no volume: the replica load directory is kept in it, "+
-				"off the RAM volume, but every container restart empties it; mount a volumeClaimTemplate at %s",
-			dataDir, container, dataDir)}
+			"the data directory %s of container %s is on no volume: the replica load directory is kept off the RAM volume on a "+
+				"disk-backed emptyDir at %s, which lives as long as the pod (the data does not even survive a container restart); "+
+				"mount a volumeClaimTemplate at %s",
+			dataDir, container, v1alpha1.DiskFallbackMountPath, dataDir)}
+	case d.Memory:
+		return &Note{Reason: NoteNoPersistentVolume, Message: fmt.Sprintf(
+			"the data directory %s of container %s is on the memory volume %q: the replica load directory is kept off RAM on a "+
+				"disk-backed emptyDir at %s; mount a volumeClaimTemplate at %s to keep the data",
+			dataDir, container, d.Mount.Name, v1alpha1.DiskFallbackMountPath, dataDir)}
 	default:
 		return &Note{Reason: NoteNoPersistentVolume, Message: fmt.Sprintf(
 			"the data directory %s of container %s is on volume %q (%s), not on a volumeClaimTemplate: "+
