@@ -360,7 +360,9 @@ func TestDataDirectoryOnNoVolume(t *testing.T) {
 	sts.Spec.VolumeClaimTemplates = nil
 	sv := scratchVolume(ns, "tmp", "db")
 	create(t, e, sts, sv)
-	eventually(t, func() string { return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "") })
+	eventually(t, func() string {
+		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
+	})
 	if c := condition(t, e, ns, "tmp", v1alpha1.ConditionInjected); !strings.Contains(c.Message, "mount a volumeClaimTemplate at /var/lib/mysql") {
 		t.Errorf("the Injected condition should warn about the missing volume: %q", c.Message)
 	}
