@@ -19,7 +19,9 @@ func TestRetargetingRevertsTheOldTarget(t *testing.T) {
 	create(t, e, mariadbStatefulSet(ns, "a"), mariadbStatefulSet(ns, "b"))
 	originalA := getSTS(t, e, ns, "a").Spec.Template
 	create(t, e, scratchVolume(ns, "tmp", "a"))
-	eventually(t, func() string { return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "") })
+	eventually(t, func() string {
+		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
+	})
 	sv := getSV(t, e, ns, "tmp")
 	sv.Spec.Target.Name = "b"
 	if err := e.Client.Update(ctxFor(t), sv); err != nil {
@@ -41,7 +43,9 @@ func TestMetricsAreExported(t *testing.T) {
 	e := startManager(t)
 	ns := e.Namespace(t)
 	create(t, e, mariadbStatefulSet(ns, "db"), scratchVolume(ns, "tmp", "db"))
-	eventually(t, func() string { return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "") })
+	eventually(t, func() string {
+		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
+	})
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
