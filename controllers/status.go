@@ -35,7 +35,7 @@ const (
 // conflictReasons are problems caused by something else already in the pod template.
 var conflictReasons = map[string]bool{
 	inject.ReasonMountPathInUse: true, inject.ReasonVolumeNameInUse: true, inject.ReasonOverriddenByArgs: true,
-	inject.ReasonConfigDirUnusable: true, ReasonScratchVolumeConflict: true,
+	inject.ReasonConfigDirUnusable: true, inject.ReasonArgsIgnored: true, ReasonScratchVolumeConflict: true,
 }
 
 // report gathers, during one reconcile, what happened to each target; it becomes the status.

@@ -32,17 +32,18 @@ func TestScratchVolumeDefaults(t *testing.T) {
 			Memory:  dbtunev1alpha1.MemorySpec{Accounting: dbtunev1alpha1.MemoryValidate},
 		},
 	}, {
-		name: "empty mysql section",
+		name: "mysql section with a configDir under /etc",
 		spec: dbtunev1alpha1.ScratchVolumeSpec{
 			Target: dbtunev1alpha1.ScratchTarget{Name: "db"},
 			Size:   resource.MustParse("1Gi"),
-			MySQL:  &dbtunev1alpha1.MySQLSpec{},
+			MySQL:  &dbtunev1alpha1.MySQLSpec{ConfigDir: "/etc/mysql/conf.d"},
 		},
 		want: dbtunev1alpha1.ScratchVolumeSpec{
 			Target:  dbtunev1alpha1.ScratchTarget{Name: "db"},
 			Size:    resource.MustParse("1Gi"),
 			Purpose: dbtunev1alpha1.PurposeMySQLTmpdir,
 			MySQL: &dbtunev1alpha1.MySQLSpec{
+				ConfigDir:    "/etc/mysql/conf.d",
 				Injection:    dbtunev1alpha1.InjectionConfigFile,
 				InnoDBTmpdir: dbtunev1alpha1.InnoDBTmpdirDisk,
 			},

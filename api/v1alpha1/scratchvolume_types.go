@@ -159,7 +159,7 @@ type MySQLSpec struct {
 	// /etc/mysql/conf.d). Default: the directory the detected image's my.cnf includes.
 	//
 	// +optional
-	ConfigDir AbsolutePath `json:"configDir,omitempty"`
+	ConfigDir ConfigPath `json:"configDir,omitempty"`
 
 	// DataDir overrides the server's data directory. Default: the detected image's data directory,
 	// /var/lib/mysql for the official images.
@@ -209,6 +209,17 @@ type MemorySpec struct {
 // +kubebuilder:validation:XValidation:rule="self != '/'",message="must not be the root directory '/'"
 // +kubebuilder:validation:XValidation:rule="!self.matches('^/(proc|sys|dev|etc)(/|$)')",message="must not be /proc, /sys, /dev or /etc or lie under them: those belong to the container runtime"
 type AbsolutePath string
+
+// ConfigPath is a clean absolute path to a configuration directory inside a container; unlike
+// AbsolutePath it may lie under /etc, where option files live.
+//
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=512
+// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="must be an absolute path starting with '/'"
+// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)') && !self.contains('//') && (self == '/' || !self.endsWith('/'))",message="must be a clean path: no '.' or '..' segments, no '//', no trailing '/'"
+// +kubebuilder:validation:XValidation:rule="self != '/' && self != '/etc'",message="must be a directory of option files such as /etc/mysql/conf.d, not / or /etc"
+// +kubebuilder:validation:XValidation:rule="!self.matches('^/(proc|sys|dev)(/|$)')",message="must not be /proc, /sys or /dev or lie under them"
+type ConfigPath string
 
 // ScratchVolumeSpec is what a user asks for: a RAM volume of a size, for a purpose, in some
 // StatefulSets.

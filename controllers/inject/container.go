@@ -44,8 +44,12 @@ func selectContainer(sv *v1alpha1.ScratchVolume, pod *corev1.PodSpec) (*corev1.C
 			"no container runs a MySQL-compatible image (containers: %s): set spec.container, and spec.mysql.flavor and version for a custom image",
 			containerImages(pod.Containers))
 	default:
+		dbs := make([]corev1.Container, 0, len(found))
+		for _, c := range found {
+			dbs = append(dbs, *c)
+		}
 		return nil, problemf(ReasonContainerAmbiguous,
-			"several containers run a MySQL-compatible image (%s): set spec.container", containerImages(pod.Containers))
+			"several containers run a MySQL-compatible image (%s): set spec.container", containerImages(dbs))
 	}
 }
 

@@ -78,7 +78,7 @@ func TestContainerSelection(t *testing.T) {
 		sv:   scratchVolume(ignore),
 		sts:  []stsOption{sidecars(exporter, ctr("legacy", "mariadb:10.11"))},
 		want: result{Problem: &inject.Problem{Reason: inject.ReasonContainerAmbiguous,
-			Message: "several containers run a MySQL-compatible image (db=mysql:8.0.36, metrics=prom/mysqld-exporter:v0.15.1, legacy=mariadb:10.11): set spec.container"}},
+			Message: "several containers run a MySQL-compatible image (db=mysql:8.0.36, legacy=mariadb:10.11): set spec.container"}},
 	}, {
 		name: "spec.container settles the ambiguity",
 		sv:   scratchVolume(ignore, container("legacy")),

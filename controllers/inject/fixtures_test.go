@@ -236,6 +236,14 @@ func sidecars(cs ...corev1.Container) stsOption {
 	}
 }
 
+// noData removes the database container's data volume: its data lives in the container's filesystem.
+func noData() stsOption {
+	return func(sts *appsv1.StatefulSet) {
+		sts.Spec.VolumeClaimTemplates = nil
+		sts.Spec.Template.Spec.Containers[0].VolumeMounts = nil
+	}
+}
+
 // onlyContainers replaces all containers.
 func onlyContainers(cs ...corev1.Container) stsOption {
 	return func(sts *appsv1.StatefulSet) { sts.Spec.Template.Spec.Containers = cs }

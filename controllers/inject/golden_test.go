@@ -172,6 +172,14 @@ func specialCases() []injectionCase {
 			m.ReplicaLoadDir = "/var/lib/mysql-replica"
 		})),
 	}, {
+		// No data volume, so the must-survive directories go to a disk emptyDir of ours, but the
+		// user's replica load directory stays where they put it: in the container's filesystem.
+		name: "mysql-8.0.36-configfile-data-none-replicaloaddir",
+		sts:  statefulSet("mysql:8.0.36", dataNone, "/var/lib/mysql"),
+		sv: scratchVolume(mysqlSpec(func(m *v1alpha1.MySQLSpec) {
+			m.ReplicaLoadDir = "/var/lib/mysql/.replica-load"
+		})),
+	}, {
 		// A name inside the data directory that does not start with '.' would stop mysqld
 		// --initialize on a new replica.
 		name: "mysql-8.0.36-configfile-replicaloaddir-visible",
@@ -265,10 +273,7 @@ func TestInjectGolden(t *testing.T) {
 }
 
 // knownGaps are matrix cases whose layout breaks a rule below, with what goes wrong.
-var knownGaps = map[string]string{
-	"mysql-8.0.36-configfile-replicaloaddir-off-volume": "spec.mysql.replicaLoadDir on no volume is accepted: " +
-		"the init container creates it in its own filesystem, and the database container has neither the directory nor persistence",
-}
+var knownGaps = map[string]string{}
 
 // TestInjectGoldenLayout checks, for every case of the matrix that injects, the rules an expert
 // looks for in the golden files, so that a regenerated file cannot quietly break them: tmpdir on the
@@ -288,7 +293,7 @@ func TestInjectGoldenLayout(t *testing.T) {
 			l := p.Layout
 			tmpl := inject.Inject(c.sts.Spec.Template, []*inject.Plan{p})
 			db := containerIn(&tmpl, p.Container)
-			if got := volumeAt(&tmpl, db, l.TmpDir); got == nil || got.Name != p.Volume.Name {
+			if got := volumeAt(c.sts, &tmpl, db, l.TmpDir); got == nil || got.Name != p.Volume.Name {
 				t.Errorf("tmpdir %s is not on the scratch volume %s", l.TmpDir, p.Volume.Name)
 			}
 			memory := c.sv.Spec.MySQL.InnoDBTmpdir == v1alpha1.InnoDBTmpdirMemory
@@ -296,7 +301,7 @@ func TestInjectGoldenLayout(t *testing.T) {
 				t.Errorf("innodb_tmpdir %s with placement %q", l.InnoDBTmpDir, c.sv.Spec.MySQL.InnoDBTmpdir)
 			}
 			for _, d := range l.PersistentDirs() {
-				checkOnDisk(t, &tmpl, db, p, d)
+				checkOnDisk(t, c.sts, &tmpl, db, p, d)
 			}
 			if p.Profile.GaleraSST && c.sv.Spec.MySQL.Injection == v1alpha1.InjectionConfigFile &&
 				!strings.Contains(p.ConfigData, "[sst]\ntmpdir = "+l.SSTTmpDir+"\n") {
@@ -311,9 +316,9 @@ func TestInjectGoldenLayout(t *testing.T) {
 
 // checkOnDisk fails unless dir lies on a disk-backed volume of db and exists before mysqld starts:
 // either it is the root of a volume, or an init container mounting that volume creates it.
-func checkOnDisk(t *testing.T, tmpl *corev1.PodTemplateSpec, db *corev1.Container, p *inject.Plan, dir string) {
+func checkOnDisk(t *testing.T, sts *appsv1.StatefulSet, tmpl *corev1.PodTemplateSpec, db *corev1.Container, p *inject.Plan, dir string) {
 	t.Helper()
-	v := volumeAt(tmpl, db, dir)
+	v := volumeAt(sts, tmpl, db, dir)
 	switch {
 	case v == nil:
 		t.Errorf("%s is on no volume of container %s", dir, db.Name)
@@ -367,8 +372,9 @@ func mountAt(c *corev1.Container, dir string) *corev1.VolumeMount {
 	return best
 }
 
-// volumeAt is the volume behind mountAt; a volumeClaimTemplate counts as a disk volume.
-func volumeAt(tmpl *corev1.PodTemplateSpec, c *corev1.Container, dir string) *corev1.Volume {
+// volumeAt is the volume behind mountAt. A volumeClaimTemplate is returned as a volume with no
+// source: a disk that outlives the pod.
+func volumeAt(sts *appsv1.StatefulSet, tmpl *corev1.PodTemplateSpec, c *corev1.Container, dir string) *corev1.Volume {
 	m := mountAt(c, dir)
 	if m == nil {
 		return nil
@@ -378,5 +384,10 @@ func volumeAt(tmpl *corev1.PodTemplateSpec, c *corev1.Container, dir string) *co
 			return &tmpl.Spec.Volumes[i]
 		}
 	}
-	return &corev1.Volume{Name: m.Name} // a volumeClaimTemplate
+	for _, claim := range sts.Spec.VolumeClaimTemplates {
+		if claim.Name == m.Name {
+			return &corev1.Volume{Name: m.Name}
+		}
+	}
+	return nil
 }

@@ -20,6 +20,13 @@ func memoryBudget(sv *v1alpha1.ScratchVolume, c *corev1.Container) (reserve *res
 	size := sv.Spec.Size.DeepCopy()
 	switch sv.Spec.Memory.Accounting {
 	case v1alpha1.MemoryReserve:
+		_, hasReq := c.Resources.Requests[corev1.ResourceMemory]
+		_, hasLim := c.Resources.Limits[corev1.ResourceMemory]
+		if !hasReq && !hasLim {
+			return nil, Note{Reason: NoteNoMemoryLimit, Message: fmt.Sprintf(
+				"container %s sets no memory request or limit, so there is nothing to reserve the %s in; set them, and the volume is added to both",
+				c.Name, size.String())}, nil
+		}
 		return &size, Note{Reason: NoteMemoryReserved, Message: fmt.Sprintf(
 			"%s added to the memory request and limit of container %s", size.String(), c.Name)}, nil
 	case v1alpha1.MemoryIgnore:

@@ -86,12 +86,55 @@ func NewPlan(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) (*Plan, error)
 			return nil, err
 		}
 	}
+	if err := p.checkNames(pod, c); err != nil {
+		return nil, err
+	}
 	p.Hash = p.hash()
 	return p, nil
 }
 
+// checkNames refuses a plan whose other volumes, mounts or init container take a name or path the
+// user already uses: the API server would reject the apply, and worse, the user's entry would later
+// be taken for ours.
+func (p *Plan) checkNames(pod *corev1.PodSpec, c *corev1.Container) error {
+	var vols []*corev1.Volume
+	var mounts []*corev1.VolumeMount
+	for _, pair := range []struct {
+		v *corev1.Volume
+		m *corev1.VolumeMount
+	}{{p.ConfigVolume, p.ConfigMount}, {p.DiskVolume, p.DiskMount}} {
+		if pair.v != nil {
+			vols, mounts = append(vols, pair.v), append(mounts, pair.m)
+		}
+	}
+	for _, v := range vols {
+		if err := checkCollisions(pod, c, v.Name, ""); err != nil {
+			return err
+		}
+	}
+	for _, m := range mounts {
+		for _, um := range c.VolumeMounts {
+			if path.Clean(um.MountPath) == m.MountPath {
+				return problemf(ReasonMountPathInUse,
+					"container %s already mounts volume %q at %s, where the ScratchVolume mounts its %s: free that path",
+					c.Name, um.Name, m.MountPath, m.Name)
+			}
+		}
+	}
+	if p.Init != nil {
+		for _, ic := range pod.InitContainers {
+			if ic.Name == p.Init.Name {
+				return problemf(ReasonVolumeNameInUse,
+					"the pod template already has an init container named %q: rename it, or rename the ScratchVolume", ic.Name)
+			}
+		}
+	}
+	return nil
+}
+
 func scratchVolume(sv *v1alpha1.ScratchVolume) (corev1.Volume, corev1.VolumeMount) {
-	size := sv.Spec.Size.DeepCopy()
+	// Canonical bytes: 536870912 and 512Mi are the same volume and must give the same hash.
+	size := *resource.NewQuantity(sv.Spec.Size.Value(), resource.BinarySI)
 	v := corev1.Volume{
 		Name: sv.VolumeName(),
 		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
@@ -104,13 +147,13 @@ func scratchVolume(sv *v1alpha1.ScratchVolume) (corev1.Volume, corev1.VolumeMoun
 // checkCollisions refuses a volume name or mount path the user already uses.
 func checkCollisions(pod *corev1.PodSpec, c *corev1.Container, volume, mountPath string) error {
 	for _, v := range pod.Volumes {
-		if v.Name == volume {
+		if volume != "" && v.Name == volume {
 			return problemf(ReasonVolumeNameInUse,
 				"the pod template already has a volume named %q: rename it, or rename the ScratchVolume", volume)
 		}
 	}
 	for _, m := range c.VolumeMounts {
-		if path.Clean(m.MountPath) == mountPath {
+		if mountPath != "" && path.Clean(m.MountPath) == mountPath {
 			return problemf(ReasonMountPathInUse,
 				"container %s already mounts volume %q at %s: set spec.mountPath to a free directory", c.Name, m.Name, mountPath)
 		}
@@ -144,12 +187,33 @@ func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c 
 	if err := layout.Validate(profile); err != nil {
 		return problemf(ReasonInvalidLayout, "%v", err)
 	}
+	if err := p.checkPersistentDirs(layout, data); err != nil {
+		return err
+	}
 	p.Layout = &layout
 	if err := p.planDelivery(sv, sts.Name, c, profile, layout); err != nil {
 		return err
 	}
 	if p.DiskVolume == nil {
 		p.Init = initContainer(sv, c, data.Mount, layout.PersistentDirs())
+	}
+	return nil
+}
+
+// checkPersistentDirs requires every must-survive directory to be on the volume that holds them (the
+// data volume, or our disk fallback): anywhere else it would be on the container's own filesystem,
+// which a restart empties, and no init container could create it.
+func (p *Plan) checkPersistentDirs(l mysql.Layout, data dataVolume) error {
+	root := v1alpha1.DiskFallbackMountPath
+	if p.DiskVolume == nil {
+		root = data.Mount.MountPath
+	}
+	for _, d := range l.PersistentDirs() {
+		if !within(d, root) {
+			return problemf(ReasonInvalidLayout,
+				"%s is not on the volume mounted at %s, so it would not survive a restart: choose a directory under %s (spec.mysql.replicaLoadDir)",
+				d, root, root)
+		}
 	}
 	return nil
 }
@@ -190,8 +254,13 @@ func (p *Plan) planDelivery(sv *v1alpha1.ScratchVolume, sts string, c *corev1.Co
 		mode = sv.Spec.MySQL.Injection
 	}
 	if mode == v1alpha1.InjectionArgs {
+		if profile.Packaging == mysql.PackagingBitnami {
+			return problemf(ReasonArgsIgnored,
+				"image %s starts the server from its own scripts and does not pass container args to it: flags cannot reach it; mount a drop-in file yourself, or use an image that reads /etc/mysql/conf.d",
+				c.Image)
+		}
 		if !profile.ArgsSufficient() && profile.Flavor == v1alpha1.FlavorPerconaXtraDBCluster {
-			return problemf(ReasonConfigDirUnusable,
+			return problemf(ReasonArgsIgnored,
 				"container %s runs Percona XtraDB Cluster, whose state transfers read their temporary directory from the [sst] and [xtrabackup] sections that flags cannot set; with Args they would stage a full copy of the data in RAM: use spec.mysql.injection: ConfigFile",
 				c.Name)
 		}
@@ -219,8 +288,11 @@ func (p *Plan) planDelivery(sv *v1alpha1.ScratchVolume, sts string, c *corev1.Co
 		dir = string(sv.Spec.MySQL.ConfigDir)
 	}
 	if dir == "" {
-		return problemf(ReasonConfigDirUnusable,
-			"image %s reads no drop-in directory: set spec.mysql.configDir to one your my.cnf includes, or spec.mysql.injection: Args", c.Image)
+		hint := "set spec.mysql.configDir to a directory your my.cnf includes, or spec.mysql.injection: Args"
+		if profile.Packaging == mysql.PackagingBitnami {
+			hint = "bitnami images read only their own my.cnf and ignore container args, so neither injection mode can reach the server"
+		}
+		return problemf(ReasonConfigDirUnusable, "image %s reads no drop-in directory: %s", c.Image, hint)
 	}
 	if m := mountOver(c, dir); m != nil {
 		return problemf(ReasonConfigDirUnusable,

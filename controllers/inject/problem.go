@@ -16,6 +16,7 @@ const (
 	ReasonVolumeNameInUse    = "VolumeNameInUse"
 	ReasonOverriddenByArgs   = "OverriddenByArgs"
 	ReasonConfigDirUnusable  = "ConfigDirUnusable"
+	ReasonArgsIgnored        = "ArgsCannotConfigure"
 	ReasonUnknownImage       = "UnknownImage"
 	ReasonInvalidLayout      = "InvalidLayout"
 	ReasonMemoryBudget       = "MemoryLimitTooLow"

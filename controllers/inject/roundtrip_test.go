@@ -244,10 +244,15 @@ func twoVolumes(t *testing.T) (sts *appsv1.StatefulSet, db, side *inject.Plan) {
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
 		},
 	}))
-	db = plan(t, scratchVolume(injection(v1alpha1.InjectionArgs)), sts)
-	side = plan(t, scratchVolume(named("backup-scratch"), generic(), container("backup"), size("1Gi"),
-		accounting(v1alpha1.MemoryReserve)), sts)
-	return sts, db, side
+	return sts, plan(t, dbScratchVolume(), sts), plan(t, sideScratchVolume(), sts)
+}
+
+func dbScratchVolume() *v1alpha1.ScratchVolume {
+	return scratchVolume(injection(v1alpha1.InjectionArgs))
+}
+
+func sideScratchVolume() *v1alpha1.ScratchVolume {
+	return scratchVolume(named("backup-scratch"), generic(), container("backup"), size("1Gi"), accounting(v1alpha1.MemoryReserve))
 }
 
 // TestObservedForSeparatesScratchVolumes: with two ScratchVolumes on different containers, each one's
@@ -289,16 +294,13 @@ func TestTwoVolumesRoundTrip(t *testing.T) {
 	if got := inject.Strip(both); !equality.Semantic.DeepEqual(got, sts.Spec.Template) {
 		t.Errorf("Strip differs (-user +stripped):\n%s", cmp.Diff(sts.Spec.Template, got, quantityEqual))
 	}
-	for _, p := range []*inject.Plan{db, side} {
-		sv := scratchVolume(named(p.ScratchVolume))
-		if p == side {
-			sv = scratchVolume(named(p.ScratchVolume), generic(), container("backup"), size("1Gi"), accounting(v1alpha1.MemoryReserve))
-		} else {
-			sv = scratchVolume(injection(v1alpha1.InjectionArgs))
-		}
-		again := plan(t, sv, &appsv1.StatefulSet{ObjectMeta: sts.ObjectMeta, Spec: withTemplate(sts.Spec, both)})
-		if again.Hash != p.Hash {
-			t.Errorf("%s: hash on the injected StatefulSet = %s, want %s", p.ScratchVolume, again.Hash, p.Hash)
+	for _, c := range []struct {
+		sv   *v1alpha1.ScratchVolume
+		want *inject.Plan
+	}{{dbScratchVolume(), db}, {sideScratchVolume(), side}} {
+		again := plan(t, c.sv, &appsv1.StatefulSet{ObjectMeta: sts.ObjectMeta, Spec: withTemplate(sts.Spec, both)})
+		if diff := cmp.Diff(c.want, again, quantityEqual); diff != "" {
+			t.Errorf("%s: plan on the injected StatefulSet differs (-original +injected):\n%s", c.sv.Name, diff)
 		}
 	}
 	onlySide := inject.Inject(both, []*inject.Plan{side})

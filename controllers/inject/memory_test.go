@@ -1,0 +1,153 @@
+package inject_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/inject"
+)
+
+// memoryResult is the memory side of a plan: what it reserves and says, or why it is blocked.
+type memoryResult struct {
+	Reserve string
+	Note    *inject.Note
+	Problem *inject.Problem
+}
+
+// memoryNotes are the note reasons memoryBudget produces; every plan carries exactly one.
+var memoryNotes = map[string]bool{
+	inject.NoteNoMemoryLimit: true, inject.NoteMemoryReserved: true,
+	inject.NoteMemoryNotAccounted: true, inject.NoteMemoryBudgetCovered: true,
+}
+
+func memoryOf(t *testing.T, sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) memoryResult {
+	t.Helper()
+	p, prob := problemOf(t, sv, sts)
+	if prob != nil {
+		return memoryResult{Problem: prob}
+	}
+	var r memoryResult
+	if p.Reserve != nil {
+		r.Reserve = p.Reserve.String()
+	}
+	for i := range p.Notes {
+		if memoryNotes[p.Notes[i].Reason] {
+			if r.Note != nil {
+				t.Errorf("two memory notes: %+v and %+v", *r.Note, p.Notes[i])
+			}
+			r.Note = &p.Notes[i]
+		}
+	}
+	return r
+}
+
+func TestMemoryBudget(t *testing.T) {
+	covered := func(msg string) memoryResult {
+		return memoryResult{Note: &inject.Note{Reason: inject.NoteMemoryBudgetCovered, Message: msg}}
+	}
+	short := func(msg string) memoryResult {
+		return memoryResult{Problem: &inject.Problem{Reason: inject.ReasonMemoryBudget, Message: msg}}
+	}
+	tests := []struct {
+		name string
+		sv   *v1alpha1.ScratchVolume
+		sts  *appsv1.StatefulSet
+		want memoryResult
+	}{{
+		name: "limit covers size + buffer pool + headroom",
+		sv:   scratchVolume(),
+		sts:  mysqlSTS(), // 4Gi limit, 1G buffer pool
+		want: covered("container db's 4Gi memory limit covers 1792Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 256Mi headroom)"),
+	}, {
+		name: "limit exactly equal to the need",
+		sv:   scratchVolume(),
+		sts:  withSTS(mysqlSTS(), dbMemory("1Gi", "1792Mi")),
+		want: covered("container db's 1792Mi memory limit covers 1792Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 256Mi headroom)"),
+	}, {
+		name: "one byte short",
+		sv:   scratchVolume(),
+		sts:  withSTS(mysqlSTS(), dbMemory("1Gi", "1879048191")),
+		want: short("container db has a 1879048191 memory limit but needs at least 1792Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 256Mi headroom): raise the limit by 1, lower spec.size, or set spec.memory.accounting: Reserve"),
+	}, {
+		name: "short by 768Mi",
+		sv:   scratchVolume(),
+		sts:  withSTS(mysqlSTS(), dbMemory("1Gi", "1Gi")),
+		want: short("container db has a 1Gi memory limit but needs at least 1792Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 256Mi headroom): raise the limit by 768Mi, lower spec.size, or set spec.memory.accounting: Reserve"),
+	}, {
+		name: "no buffer pool in the args: size + headroom",
+		sv:   scratchVolume(size("1Gi")),
+		sts:  withSTS(mysqlSTS(), dbArgs(), dbMemory("", "1Gi")),
+		want: short("container db has a 1Gi memory limit but needs at least 1280Mi (1Gi scratch volume + 256Mi headroom): raise the limit by 256Mi, lower spec.size, or set spec.memory.accounting: Reserve"),
+	}, {
+		name: "buffer pool in the command, as two words, last one wins",
+		sv:   scratchVolume(),
+		sts: withSTS(mysqlSTS(), dbArgs("--innodb_buffer_pool_size", "3G"), dbMemory("", "4Gi"), func(s *appsv1.StatefulSet) {
+			s.Spec.Template.Spec.Containers[0].Command = []string{"mysqld", "--innodb-buffer-pool-size=128M"}
+		}),
+		want: covered("container db's 4Gi memory limit covers 3840Mi (512Mi scratch volume + 3Gi innodb_buffer_pool_size + 256Mi headroom)"),
+	}, {
+		name: "custom headroom",
+		sv:   scratchVolume(headroom("1Gi")),
+		sts:  withSTS(mysqlSTS(), dbMemory("", "2Gi")),
+		want: short("container db has a 2Gi memory limit but needs at least 2560Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 1Gi headroom): raise the limit by 512Mi, lower spec.size, or set spec.memory.accounting: Reserve"),
+	}, {
+		name: "zero headroom",
+		sv:   scratchVolume(headroom("0")),
+		sts:  withSTS(mysqlSTS(), dbMemory("", "1536Mi")),
+		want: covered("container db's 1536Mi memory limit covers 1536Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 0 headroom)"),
+	}, {
+		name: "decimal limit",
+		sv:   scratchVolume(),
+		sts:  withSTS(mysqlSTS(), dbMemory("", "2G")),
+		want: covered("container db's 2G memory limit covers 1792Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 256Mi headroom)"),
+	}, {
+		name: "no limit: injected, with a note",
+		sv:   scratchVolume(),
+		sts:  withSTS(mysqlSTS(), dbMemory("2Gi", "")),
+		want: memoryResult{Note: &inject.Note{Reason: inject.NoteNoMemoryLimit,
+			Message: "container db has no memory limit, so nothing bounds tmpfs plus the database; set a limit, or spec.memory.accounting: Reserve"}},
+	}, {
+		name: "bad buffer pool suffix",
+		sv:   scratchVolume(),
+		sts:  withSTS(mysqlSTS(), dbArgs("--innodb-buffer-pool-size=1GB")),
+		want: memoryResult{Problem: &inject.Problem{Reason: inject.ReasonInvalidArgs,
+			Message: `container db: invalid innodb_buffer_pool_size "1GB": unknown suffix "GB" (use K, M, G, T, P or E)`}},
+	}, {
+		name: "buffer pool without a number",
+		sv:   scratchVolume(),
+		sts:  withSTS(mysqlSTS(), dbArgs("--innodb-buffer-pool-size=")),
+		want: memoryResult{Problem: &inject.Problem{Reason: inject.ReasonInvalidArgs,
+			Message: `container db: invalid innodb_buffer_pool_size "": it must start with a non-negative whole number`}},
+	}, {
+		name: "Reserve adds the size",
+		sv:   scratchVolume(accounting(v1alpha1.MemoryReserve), size("1Gi")),
+		sts:  withSTS(mysqlSTS(), dbMemory("1Gi", "1Gi")),
+		want: memoryResult{Reserve: "1Gi", Note: &inject.Note{Reason: inject.NoteMemoryReserved,
+			Message: "1Gi added to the memory request and limit of container db"}},
+	}, {
+		name: "Ignore says what it skipped",
+		sv:   scratchVolume(accounting(v1alpha1.MemoryIgnore)),
+		sts:  withSTS(mysqlSTS(), dbMemory("256Mi", "256Mi")),
+		want: memoryResult{Note: &inject.Note{Reason: inject.NoteMemoryNotAccounted,
+			Message: "memory accounting is off: up to 512Mi of tmpfs pages count against container db's memory limit"}},
+	}, {
+		name: "Generic on a plain container: size + headroom",
+		sv:   scratchVolume(generic(), container("metrics")),
+		sts: withSTS(mysqlSTS(), func(s *appsv1.StatefulSet) {
+			s.Spec.Template.Spec.Containers[1].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}
+		}),
+		want: short("container metrics has a 512Mi memory limit but needs at least 768Mi (512Mi scratch volume + 256Mi headroom): raise the limit by 256Mi, lower spec.size, or set spec.memory.accounting: Reserve"),
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, memoryOf(t, tt.sv, tt.sts)); diff != "" {
+				t.Errorf("memory (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
