@@ -1,4 +1,5 @@
-// Command manager runs the dbtune scratch-operator: the ScratchVolume controller.
+// Command manager runs the dbtune scratch-operator: the ScratchVolume controller and the
+// ReadAheadPolicy status aggregation (the node agents apply the policies themselves).
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers"
+	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -89,6 +91,9 @@ func run(ctx context.Context, opts options) error {
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("failed to set up the ScratchVolume controller: %w", err)
+	}
+	if err := readaheadctl.SetupPolicyStatus(mgr); err != nil {
+		return fmt.Errorf("failed to set up the ReadAheadPolicy status controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

@@ -1,0 +1,363 @@
+package readaheadctl
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/node-agent/readahead"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// testInventory is a small host: two SATA disks (sda partitioned), an LVM volume on sdb1
+// mounted on /var/lib/mysql, and a USB stick.
+func testInventory() *readahead.Inventory {
+	disk := func(name string, major, minor uint32) readahead.Device {
+		return readahead.Device{Name: name, Dev: readahead.DevNum{Major: major, Minor: minor}, Kind: readahead.KindDisk,
+			SizeBytes: 1 << 40, ReadAheadKiB: 128}
+	}
+	part := func(name, parent string, major, minor uint32) readahead.Device {
+		return readahead.Device{Name: name, Dev: readahead.DevNum{Major: major, Minor: minor}, Kind: readahead.KindPartition,
+			Parent: parent, SizeBytes: 1 << 39, ReadAheadKiB: 128}
+	}
+	usb := disk("sdc", 8, 32)
+	usb.Removable = true
+	dm := disk("dm-0", 253, 0)
+	dm.Kind, dm.DMName, dm.Slaves = readahead.KindDM, "vg-mysql", []string{"sdb1"}
+	devices := []readahead.Device{
+		disk("sda", 8, 0), part("sda1", "sda", 8, 1), disk("sdb", 8, 16), part("sdb1", "sdb", 8, 17), usb, dm,
+	}
+	mounts := []readahead.Mount{{MountPoint: "/var/lib/mysql", Dev: readahead.DevNum{Major: 253}, FSType: "ext4", Source: "/dev/mapper/vg-mysql"}}
+	return readahead.NewInventory(devices, mounts)
+}
+
+func id(name string, major, minor uint32) readahead.DeviceID {
+	return readahead.DeviceID{Name: name, Dev: readahead.DevNum{Major: major, Minor: minor}}
+}
+
+var (
+	sda = id("sda", 8, 0)
+	sdb = id("sdb", 8, 16)
+	dm0 = id("dm-0", 253, 0)
+)
+
+type policyOpt func(*v1alpha1.ReadAheadPolicy)
+
+func newPolicy(name string, kib int64, names []string, opts ...policyOpt) *v1alpha1.ReadAheadPolicy {
+	p := &v1alpha1.ReadAheadPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(t0)},
+		Spec:       v1alpha1.ReadAheadPolicySpec{ReadAheadKiB: kib, Mode: v1alpha1.ReadAheadSet},
+	}
+	for _, n := range names {
+		p.Spec.Devices.Names = append(p.Spec.Devices.Names, v1alpha1.DeviceGlob(n))
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func priority(n int32) policyOpt { return func(p *v1alpha1.ReadAheadPolicy) { p.Spec.Priority = n } }
+
+func createdAt(t time.Time) policyOpt {
+	return func(p *v1alpha1.ReadAheadPolicy) { p.CreationTimestamp = metav1.NewTime(t) }
+}
+
+func nodeSelector(sel *metav1.LabelSelector) policyOpt {
+	return func(p *v1alpha1.ReadAheadPolicy) { p.Spec.NodeSelector = sel }
+}
+
+func mountPaths(paths ...string) policyOpt {
+	return func(p *v1alpha1.ReadAheadPolicy) {
+		for _, mp := range paths {
+			p.Spec.Devices.MountPaths = append(p.Spec.Devices.MountPaths, v1alpha1.AbsolutePath(mp))
+		}
+	}
+}
+
+func deleting(p *v1alpha1.ReadAheadPolicy) {
+	now := metav1.NewTime(t0.Add(time.Hour))
+	p.DeletionTimestamp = &now
+}
+
+func saved(d readahead.DeviceID, original, applied int64, policy string) readahead.Entry {
+	return readahead.Entry{DeviceID: d, OriginalKiB: original, AppliedKiB: &applied, Policy: policy, SavedAt: t0}
+}
+
+// planView is a plan in words, for readable diffs.
+type planView struct {
+	Targets  []string
+	Restores []string
+	Problems []string
+	Blocked  string
+}
+
+func viewPlan(p plan) planView {
+	var v planView
+	for _, t := range p.targets {
+		s := fmt.Sprintf("%s=%s", t.device.Name, t.policy.Name)
+		if len(t.losers) > 0 {
+			s += " over " + strings.Join(t.losers, ",")
+		}
+		if t.saved != nil {
+			s += " (saved)"
+		}
+		v.Targets = append(v.Targets, s)
+	}
+	for _, e := range p.restores {
+		v.Restores = append(v.Restores, e.String())
+	}
+	for _, pr := range p.problems {
+		v.Problems = append(v.Problems, pr.reason+" "+pr.subject)
+	}
+	if p.blocked != nil {
+		v.Blocked = p.blocked.reason
+	}
+	return v
+}
+
+func TestDecide(t *testing.T) {
+	dbNodes := &metav1.LabelSelector{MatchLabels: map[string]string{"role": "db"}}
+	tests := []struct {
+		name string
+		in   input
+		want planView
+	}{{
+		name: "an omitted nodeSelector selects every node",
+		in:   input{policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sd?"})}},
+		want: planView{Targets: []string{"sda=scan", "sdb=scan"}},
+	}, {
+		name: "a nodeSelector that matches",
+		in: input{nodeLabels: map[string]string{"role": "db"},
+			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"}, nodeSelector(dbNodes))}},
+		want: planView{Targets: []string{"sda=scan"}},
+	}, {
+		name: "a nodeSelector that does not match",
+		in: input{nodeLabels: map[string]string{"role": "web"},
+			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"}, nodeSelector(dbNodes))}},
+		want: planView{},
+	}, {
+		name: "matchExpressions",
+		in: input{nodeLabels: map[string]string{"disk": "hdd"},
+			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"}, nodeSelector(&metav1.LabelSelector{
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "disk", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"ssd"}}},
+			}))}},
+		want: planView{Targets: []string{"sda=scan"}},
+	}, {
+		name: "an invalid nodeSelector is a problem and selects nothing",
+		in: input{policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"}, nodeSelector(&metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "disk", Operator: "Near"}},
+		}))}},
+		want: planView{Problems: []string{"InvalidNodeSelector ReadAheadPolicy scan"}},
+	}, {
+		name: "on an overlap the higher priority wins and the loser is recorded",
+		in: input{policies: []*v1alpha1.ReadAheadPolicy{
+			newPolicy("bulk", 8192, []string{"sd?"}, priority(10), createdAt(t0.Add(time.Hour))),
+			newPolicy("base", 1024, []string{"sda"}),
+		}},
+		want: planView{Targets: []string{"sda=bulk over base", "sdb=bulk"}},
+	}, {
+		name: "on a priority tie the older policy wins",
+		in: input{policies: []*v1alpha1.ReadAheadPolicy{
+			newPolicy("a-newer", 8192, []string{"sda"}, createdAt(t0.Add(time.Minute))),
+			newPolicy("z-older", 1024, []string{"sda"}),
+		}},
+		want: planView{Targets: []string{"sda=z-older over a-newer"}},
+	}, {
+		name: "on a tie in priority and age the first name wins",
+		in: input{policies: []*v1alpha1.ReadAheadPolicy{
+			newPolicy("b", 8192, []string{"sda"}), newPolicy("a", 1024, []string{"sda"}), newPolicy("c", 1024, []string{"sda"}),
+		}},
+		want: planView{Targets: []string{"sda=a over b,c"}},
+	}, {
+		name: "a partition and a mount path resolve to their disk and dm device",
+		in: input{policies: []*v1alpha1.ReadAheadPolicy{
+			newPolicy("parts", 4096, []string{"sda1"}), newPolicy("mysql", 8192, nil, mountPaths("/var/lib/mysql")),
+		}},
+		want: planView{Targets: []string{"dm-0=mysql", "sda=parts"}},
+	}, {
+		name: "a device no longer selected is restored, one still selected keeps its entry",
+		in: input{
+			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"})},
+			saved:    []readahead.Entry{saved(sda, 128, 4096, "scan"), saved(sdb, 256, 4096, "scan")},
+		},
+		want: planView{Targets: []string{"sda=scan (saved)"}, Restores: []string{"sdb (8:16)"}},
+	}, {
+		name: "a deleted policy's devices are restored",
+		in:   input{saved: []readahead.Entry{saved(sda, 128, 4096, "scan"), saved(dm0, 128, 4096, "scan")}},
+		want: planView{Restores: []string{"sda (8:0)", "dm-0 (253:0)"}},
+	}, {
+		name: "a policy being deleted no longer applies",
+		in: input{
+			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"}, deleting)},
+			saved:    []readahead.Entry{saved(sda, 128, 4096, "scan")},
+		},
+		want: planView{Restores: []string{"sda (8:0)"}},
+	}, {
+		name: "a node that stops matching gets its originals back",
+		in: input{nodeLabels: map[string]string{"role": "web"},
+			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"}, nodeSelector(dbNodes))},
+			saved:    []readahead.Entry{saved(sda, 128, 4096, "scan")},
+		},
+		want: planView{Restores: []string{"sda (8:0)"}},
+	}, {
+		name: "a device that moves to another policy is not restored",
+		in: input{
+			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("base", 1024, []string{"sda"})},
+			saved:    []readahead.Entry{saved(sda, 128, 8192, "bulk")},
+		},
+		want: planView{Targets: []string{"sda=base (saved)"}},
+	}, {
+		name: "a saved device whose name now has another number is restored (Restore finds it gone)",
+		in: input{
+			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sdb"})},
+			saved:    []readahead.Entry{saved(id("sdb", 8, 48), 128, 4096, "scan")},
+		},
+		want: planView{Targets: []string{"sdb=scan"}, Restores: []string{"sdb (8:48)"}},
+	}, {
+		name: "a glob that matches nothing is a problem, the other patterns still apply",
+		in:   input{policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"nvme*n1", "sdc", "sdb"})}},
+		want: planView{Targets: []string{"sdb=scan"}, Problems: []string{
+			"NoDeviceMatched ReadAheadPolicy scan", "NoDeviceMatched ReadAheadPolicy scan",
+		}},
+	}, {
+		name: "a mount path that is not mounted is a problem",
+		in:   input{policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, nil, mountPaths("/srv"))}},
+		want: planView{Problems: []string{"MountPathUnresolved ReadAheadPolicy scan"}},
+	}, {
+		name: "a corrupt state file blocks every change, restores included",
+		in: input{
+			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"})},
+			stateErr: &readahead.CorruptStateError{Path: "/run/x/readahead-state.json", Err: errors.New("unexpected end of JSON input")},
+		},
+		want: planView{Targets: []string{"sda=scan"}, Blocked: ReasonStateFileCorrupt},
+	}, {
+		name: "an unreadable inventory blocks every change",
+		in: input{
+			policies:     []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"})},
+			inventoryErr: errors.New("failed to find block devices"),
+			saved:        []readahead.Entry{saved(sda, 128, 4096, "scan")},
+		},
+		want: planView{Blocked: ReasonInventoryUnreadable},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.in.inventoryErr == nil {
+				tt.in.inventory = testInventory()
+			}
+			got := viewPlan(decide(tt.in))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecideProblemMessages(t *testing.T) {
+	p := decide(input{inventory: testInventory(), policies: []*v1alpha1.ReadAheadPolicy{
+		newPolicy("scan", 4096, []string{"nvme*n1", "sdc"}),
+	}})
+	want := []string{
+		`ReadAheadPolicy scan: name pattern "nvme*n1" matches no block device on this node; fix spec.devices, or narrow spec.nodeSelector to nodes that have the device`,
+		`ReadAheadPolicy scan: name pattern "sdc" matches no eligible block device: sdc is removable media; fix spec.devices, or narrow spec.nodeSelector to nodes that have the device`,
+	}
+	var got []string
+	for _, pr := range p.problems {
+		got = append(got, pr.String())
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+func TestAssess(t *testing.T) {
+	kib := func(v int64) *int64 { return &v }
+	atLeast := func(p *v1alpha1.ReadAheadPolicy) { p.Spec.Mode = v1alpha1.ReadAheadAtLeast }
+	gone := &readahead.DeviceError{Op: "read read-ahead", Device: sda, Path: "/dev/sda", Err: syscall.ENOENT}
+	type view struct {
+		Current *int64
+		Desired int64
+		Action  action
+		Err     string
+	}
+	tests := []struct {
+		name   string
+		policy *v1alpha1.ReadAheadPolicy
+		saved  *readahead.Entry
+		read   reading
+		want   view
+	}{
+		{name: "Set raises", policy: newPolicy("p", 4096, nil), read: reading{kib: 128},
+			want: view{Current: kib(128), Desired: 4096, Action: actionApply}},
+		{name: "Set lowers", policy: newPolicy("p", 64, nil), read: reading{kib: 4096},
+			want: view{Current: kib(4096), Desired: 64, Action: actionApply}},
+		{name: "already there", policy: newPolicy("p", 4096, nil), read: reading{kib: 4096},
+			want: view{Current: kib(4096), Desired: 4096, Action: actionNone}},
+		{name: "AtLeast raises", policy: newPolicy("p", 4096, nil, atLeast), read: reading{kib: 128},
+			want: view{Current: kib(128), Desired: 4096, Action: actionApply}},
+		{name: "AtLeast never lowers", policy: newPolicy("p", 4096, nil, atLeast), read: reading{kib: 16384},
+			want: view{Current: kib(16384), Desired: 16384, Action: actionNone}},
+		{name: "the kernel keeps whole pages", policy: newPolicy("p", 4097, nil), read: reading{kib: readahead.KernelKiB(4097)},
+			want: view{Current: kib(readahead.KernelKiB(4097)), Desired: readahead.KernelKiB(4097), Action: actionNone}},
+		{name: "changed by hand: repair", policy: newPolicy("p", 4096, nil), saved: new(saved(sda, 128, 4096, "p")), read: reading{kib: 256},
+			want: view{Current: kib(256), Desired: 4096, Action: actionRepair}},
+		{name: "AtLeast repairs a value lowered by hand", policy: newPolicy("p", 4096, nil, atLeast),
+			saved: new(saved(sda, 128, 4096, "p")), read: reading{kib: 512},
+			want: view{Current: kib(512), Desired: 4096, Action: actionRepair}},
+		{name: "the policy changed: update", policy: newPolicy("p", 8192, nil), saved: new(saved(sda, 128, 4096, "p")), read: reading{kib: 4096},
+			want: view{Current: kib(4096), Desired: 8192, Action: actionUpdate}},
+		{name: "saved but never set (interrupted): a first change", policy: newPolicy("p", 4096, nil),
+			saved: &readahead.Entry{DeviceID: sda, OriginalKiB: 128}, read: reading{kib: 128},
+			want: view{Current: kib(128), Desired: 4096, Action: actionApply}},
+		{name: "unreadable: nothing is tried", policy: newPolicy("p", 4096, nil), read: reading{err: gone},
+			want: view{Desired: 4096, Err: gone.Error()}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := assess(target{device: sda, policy: tt.policy, saved: tt.saved}, tt.read)
+			got := view{Current: s.current, Desired: s.desired, Action: s.action}
+			if s.err != nil {
+				got.Err = s.err.Error()
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("step (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEntryMessageRoundTrip(t *testing.T) {
+	tests := []struct {
+		issue  string
+		losers []string
+		want   string
+	}{
+		{want: ""},
+		{issue: "failed to set read-ahead; really", want: "failed to set read-ahead; really"},
+		{losers: []string{"base"}, want: "overrides ReadAheadPolicy base: they select this device too but rank lower (priority, then age)"},
+		{issue: "gone", losers: []string{"a.b", "c-d"},
+			want: "gone; overrides ReadAheadPolicy a.b, c-d: they select this device too but rank lower (priority, then age)"},
+	}
+	for _, tt := range tests {
+		msg := entryMessage(tt.issue, tt.losers)
+		if msg != tt.want {
+			t.Errorf("entryMessage(%q, %q) = %q, want %q", tt.issue, tt.losers, msg, tt.want)
+		}
+		issue, losers := parseEntryMessage(msg)
+		if issue != tt.issue || !cmp.Equal(losers, tt.losers) {
+			t.Errorf("parseEntryMessage(%q) = %q, %q; want %q, %q", msg, issue, losers, tt.issue, tt.losers)
+		}
+	}
+	// A message that only mentions a policy is a problem, not an override.
+	if issue, losers := parseEntryMessage("see overrides ReadAheadPolicy x: no"); losers != nil || issue == "" {
+		t.Errorf("a problem mentioning the prefix mid-sentence parsed as losers %q", losers)
+	}
+}
