@@ -12,11 +12,13 @@ import (
 
 	"github.com/dbtune/scratch-operator/node-agent/cmd/probecmd"
 	"github.com/dbtune/scratch-operator/node-agent/cmd/readaheadcmd"
+	"github.com/dbtune/scratch-operator/node-agent/cmd/runcmd"
 )
 
 const usage = `Usage: node-agent COMMAND [options]
 
 Commands:
+  run         DaemonSet mode: probe periodically and on request, publish NodeIOProfile and metrics
   probe       measure the storage of directories (node-agent probe -h for options)
   readahead   get, set or report block-device read-ahead (node-agent readahead -h)
 `
@@ -32,6 +34,8 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
+		case "run":
+			return runcmd.Run(ctx, args[1:], stdout, stderr)
 		case "probe":
 			return probecmd.Run(ctx, args[1:], stdout, stderr)
 		case "readahead":

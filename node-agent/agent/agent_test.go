@@ -1,0 +1,434 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/sys/unix"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/node-agent/agent"
+	"github.com/dbtune/scratch-operator/node-agent/probe"
+	"github.com/dbtune/scratch-operator/test/testenv"
+)
+
+// assertOwnedByNode checks the reference that lets the garbage collector remove the profile with
+// its Node.
+func assertOwnedByNode(t *testing.T, p *v1alpha1.NodeIOProfile, uid string, name string) {
+	t.Helper()
+	for _, o := range p.OwnerReferences {
+		if o.APIVersion == "v1" && o.Kind == "Node" && o.Name == name && string(o.UID) == uid {
+			return
+		}
+	}
+	t.Errorf("NodeIOProfile %s is not owned by Node %s (%s): %+v", p.Name, name, uid, p.OwnerReferences)
+}
+
+func assertMeasured(t *testing.T, p *v1alpha1.NodeIOProfile, names ...string) {
+	t.Helper()
+	if len(p.Status.Targets) != len(names) {
+		t.Fatalf("targets = %+v, want %v", p.Status.Targets, names)
+	}
+	for i, name := range names {
+		tr := p.Status.Targets[i]
+		if tr.Name != name || tr.Error != "" || tr.SequentialWrite == nil || tr.SequentialWrite.FdatasyncBytesPerSecond <= 0 ||
+			tr.ColdRead == nil || len(tr.FileChurn) != 2 || tr.Fdatasync == nil || tr.Fdatasync.Samples != 20 {
+			t.Errorf("target %d = %+v, want complete figures for %s", i, tr, name)
+		}
+	}
+	if p.Status.Kernel == "" || p.Status.LastRunTime == nil {
+		t.Errorf("kernel %q, lastRunTime %v", p.Status.Kernel, p.Status.LastRunTime)
+	}
+}
+
+func metricFamilies(t *testing.T, a *runningAgent) map[string]*dto.MetricFamily {
+	t.Helper()
+	mfs, err := a.registry.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+func TestCreatesProfileForTmpfsAndDisk(t *testing.T) {
+	e := testenv.Require(t, env)
+	tmpfs, disk := mountTmpfs(t, "32m", 0), diskDir(t)
+	node := createNode(t, e)
+	a := startAgent(t, e, testConfig(node.Name, e.Namespace(t),
+		probe.Target{Name: "tmpfs", Path: tmpfs}, probe.Target{Name: "disk", Path: disk}), nil)
+
+	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, agent.ReasonProbed)
+	assertOwnedByNode(t, p, string(node.UID), node.Name)
+	assertMeasured(t, p, "tmpfs", "disk")
+	if d := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionDegraded); d == nil || d.Status != metav1.ConditionFalse {
+		t.Errorf("Degraded = %+v, want False", d)
+	}
+	if k := p.Status.Targets[0].Kind; k != v1alpha1.TargetTmpfs || p.Status.Targets[0].Provenance.FilesystemType != "tmpfs" {
+		t.Errorf("tmpfs target: kind %s, provenance %+v", k, p.Status.Targets[0].Provenance)
+	}
+	if s := p.Status.Speedup; s == nil || s.TmpfsTarget != "tmpfs" || s.DiskTarget != "disk" || s.SequentialWrite == "" {
+		t.Errorf("speedup = %+v, want tmpfs/disk ratios", s)
+	}
+	assertEmpty(t, tmpfs)
+	assertEmpty(t, disk)
+
+	mfs := metricFamilies(t, a)
+	if n := len(mfs["dbtune_node_probe_write_bytes_per_second"].GetMetric()); n < 4 {
+		t.Errorf("%d write throughput series, want buffered and fdatasync for both targets", n)
+	}
+	if h := mfs["dbtune_node_probe_fdatasync_duration_seconds"]; len(h.GetMetric()) != 2 {
+		t.Errorf("fdatasync histograms = %v, want one per target", h)
+	}
+}
+
+// TestCreatesProfileOnDisk is the unprivileged variant: no tmpfs mount, so no speedup.
+func TestCreatesProfileOnDisk(t *testing.T) {
+	e := testenv.Require(t, env)
+	disk := diskDir(t)
+	node := createNode(t, e)
+	ns := e.Namespace(t)
+	startAgent(t, e, testConfig(node.Name, ns, probe.Target{Path: disk}), nil)
+
+	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, agent.ReasonProbed)
+	assertOwnedByNode(t, p, string(node.UID), node.Name)
+	assertMeasured(t, p, "disk")
+	if p.Status.Speedup != nil {
+		t.Errorf("speedup %+v without a tmpfs target", p.Status.Speedup)
+	}
+	assertEmpty(t, disk)
+	lease := &coordinationv1.Lease{}
+	if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: agent.DefaultLeasePrefix + "-0"}, lease); err != nil {
+		t.Fatalf("the slot Lease: %v", err)
+	}
+	if h := lease.Spec.HolderIdentity; h != nil {
+		t.Errorf("the slot is still held by %s after the run", *h)
+	}
+}
+
+func TestOnDemandAnnotationRunsOnce(t *testing.T) {
+	e := testenv.Require(t, env)
+	node := createNode(t, e)
+	rec := &spans{}
+	cfg := testConfig(node.Name, e.Namespace(t), probe.Target{Path: diskDir(t)})
+	cfg.Prober = rec.wrap(node.Name, agent.HostProber, 0)
+	startAgent(t, e, cfg, nil)
+
+	first := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, agent.ReasonProbed)
+	// lastRunTime has a resolution of one second.
+	time.Sleep(time.Until(first.Status.LastRunTime.Add(1100 * time.Millisecond)))
+	annotate(t, e, node.Name, v1alpha1.ProbeRequestedAnnotation, "2026-03-01T10:00:00Z")
+
+	eventually(t, 20*time.Second, func() string {
+		p := getProfile(t, e, node.Name)
+		if got := p.Annotations[v1alpha1.ProbeServedAnnotation]; got != "2026-03-01T10:00:00Z" {
+			return "served annotation is " + got
+		}
+		if p.Status.LastRunTime.Equal(first.Status.LastRunTime) {
+			return "lastRunTime has not changed"
+		}
+		return ""
+	})
+	// Neither the served annotation, a repeated value nor an unrelated annotation asks again.
+	annotate(t, e, node.Name, v1alpha1.ProbeRequestedAnnotation, "2026-03-01T10:00:00Z")
+	annotate(t, e, node.Name, "example.com/unrelated", "x")
+	consistently(t, 1500*time.Millisecond, func() string {
+		if n := rec.count(""); n != 2 {
+			return fmt.Sprintf("%d runs, want the start run and exactly one on-demand run", n)
+		}
+		return ""
+	})
+}
+
+// TestProbeSlotsSerializeNodes: with one slot, two nodes never probe at the same time, though
+// both start together and both get an on-demand request at the same moment.
+func TestProbeSlotsSerializeNodes(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := e.Namespace(t)
+	rec := &spans{}
+	var nodes []string
+	for range 2 {
+		node := createNode(t, e)
+		cfg := testConfig(node.Name, ns, probe.Target{Path: diskDir(t)})
+		cfg.MaxProbingNodes = 1
+		cfg.Prober = rec.wrap(node.Name, agent.HostProber, 300*time.Millisecond)
+		nodes = append(nodes, node.Name)
+		startAgent(t, e, cfg, nil)
+	}
+	for _, n := range nodes {
+		waitForCondition(t, e, n, v1alpha1.ConditionProbed, metav1.ConditionTrue, agent.ReasonProbed)
+	}
+	for _, n := range nodes {
+		annotate(t, e, n, v1alpha1.ProbeRequestedAnnotation, "again")
+	}
+	eventually(t, 20*time.Second, func() string {
+		if n := rec.count(""); n != 4 {
+			return fmt.Sprintf("%d runs so far, want 4", n)
+		}
+		return ""
+	})
+	all := rec.all()
+	for i := range all {
+		for j := i + 1; j < len(all); j++ {
+			a, b := all[i], all[j]
+			if a.start.Before(b.end) && b.start.Before(a.end) {
+				t.Errorf("runs overlap: %s %s–%s and %s %s–%s", a.node, a.start.Format("15:04:05.000"), a.end.Format("15:04:05.000"),
+					b.node, b.start.Format("15:04:05.000"), b.end.Format("15:04:05.000"))
+			}
+		}
+	}
+}
+
+// TestWaitsForAHeldSlot: a slot held by a node that stopped renewing it is taken once it has not
+// changed for its duration, and the profile says why the node waits meanwhile.
+func TestWaitsForAHeldSlot(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := e.Namespace(t)
+	now := metav1.NewMicroTime(time.Now())
+	ghost := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: agent.DefaultLeasePrefix + "-0"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("gone-node_1234"), LeaseDurationSeconds: ptr.To[int32](2),
+			AcquireTime: &now, RenewTime: &now},
+	}
+	if err := e.Client.Create(context.Background(), ghost); err != nil {
+		t.Fatal(err)
+	}
+	node := createNode(t, e)
+	rec := &spans{}
+	cfg := testConfig(node.Name, ns, probe.Target{Path: diskDir(t)})
+	cfg.Prober = rec.wrap(node.Name, agent.HostProber, 0)
+	started := time.Now()
+	startAgent(t, e, cfg, nil)
+
+	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionUnknown, agent.ReasonWaitingForSlot)
+	if msg := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionProbed).Message; !strings.Contains(msg, "gone-node_1234") {
+		t.Errorf("the waiting message does not name the holder: %q", msg)
+	}
+	waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, agent.ReasonProbed)
+	if runs := rec.all(); len(runs) != 1 || runs[0].start.Sub(started) < 2*time.Second {
+		t.Errorf("runs %+v: want one, started at least the Lease's 2s after the agent", runs)
+	}
+}
+
+// TestBadTargets: each fault gives a condition a user understands, and no file is left behind.
+func TestBadTargets(t *testing.T) {
+	e := testenv.Require(t, env)
+	tests := []struct {
+		name    string
+		targets func(t *testing.T) []probe.Target
+		options func(o *probe.Options)
+		probed  metav1.ConditionStatus
+		// reason is the reason of Probed when False, and of Degraded.
+		reason string
+		words  string
+	}{{
+		name: "missing directory",
+		targets: func(t *testing.T) []probe.Target {
+			return []probe.Target{{Path: filepath.Join(t.TempDir(), "missing")}}
+		},
+		probed: metav1.ConditionFalse, reason: agent.ReasonTargetNotFound, words: "does not exist",
+	}, {
+		name: "unreadable device",
+		targets: func(t *testing.T) []probe.Target {
+			return []probe.Target{{Path: diskDir(t), Device: "/dev/dbtune-no-such-device"}}
+		},
+		probed: metav1.ConditionFalse, reason: agent.ReasonDeviceUnreadable, words: "/dev/dbtune-no-such-device",
+	}, {
+		name: "read-only tmpfs",
+		targets: func(t *testing.T) []probe.Target {
+			return []probe.Target{{Path: mountTmpfs(t, "8m", unix.MS_RDONLY)}}
+		},
+		probed: metav1.ConditionFalse, reason: agent.ReasonTargetReadOnly, words: "read-only",
+	}, {
+		name: "tmpfs that fills up beside a disk that does not",
+		targets: func(t *testing.T) []probe.Target {
+			return []probe.Target{{Name: "tmpfs", Path: mountTmpfs(t, "2m", 0)}, {Name: "disk", Path: diskDir(t)}}
+		},
+		options: func(o *probe.Options) { o.SkipFreeSpaceCheck = true },
+		probed:  metav1.ConditionTrue, reason: agent.ReasonTargetFull, words: "filled up",
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			targets := tc.targets(t)
+			node := createNode(t, e)
+			cfg := testConfig(node.Name, e.Namespace(t), targets...)
+			if tc.options != nil {
+				tc.options(&cfg.Options)
+			}
+			startAgent(t, e, cfg, nil)
+			probedReason := tc.reason
+			if tc.probed == metav1.ConditionTrue {
+				probedReason = agent.ReasonPartiallyProbed
+			}
+			p := waitForCondition(t, e, node.Name, v1alpha1.ConditionDegraded, metav1.ConditionTrue, tc.reason)
+			probed := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionProbed)
+			if probed == nil || probed.Status != tc.probed || probed.Reason != probedReason {
+				t.Errorf("Probed = %+v, want %s/%s", probed, tc.probed, probedReason)
+			}
+			if msg := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionDegraded).Message; !strings.Contains(msg, tc.words) {
+				t.Errorf("Degraded message %q does not say %q", msg, tc.words)
+			}
+			for _, tr := range targets {
+				if _, err := os.Stat(tr.Path); err == nil {
+					assertEmpty(t, tr.Path)
+				}
+			}
+		})
+	}
+}
+
+// TestMissingTargetKeepsRunning: the agent outlives a bad target and measures once it is fixed.
+func TestMissingTargetKeepsRunning(t *testing.T) {
+	e := testenv.Require(t, env)
+	dir := filepath.Join(diskDir(t), "created-later")
+	node := createNode(t, e)
+	a := startAgent(t, e, testConfig(node.Name, e.Namespace(t), probe.Target{Path: dir}), nil)
+	waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionFalse, agent.ReasonTargetNotFound)
+
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	annotate(t, e, node.Name, v1alpha1.ProbeRequestedAnnotation, "fixed")
+	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, agent.ReasonProbed)
+	if d := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionDegraded); d.Status != metav1.ConditionFalse {
+		t.Errorf("Degraded = %+v after the fix", d)
+	}
+	select {
+	case <-a.stopped:
+		t.Error("the agent stopped")
+	default:
+	}
+}
+
+// TestCanceledRunSaysSoAndCleansUp stops the agent in the middle of a run.
+func TestCanceledRunSaysSoAndCleansUp(t *testing.T) {
+	e := testenv.Require(t, env)
+	disk := diskDir(t)
+	node := createNode(t, e)
+	cfg := testConfig(node.Name, e.Namespace(t), probe.Target{Path: disk})
+	// A long fdatasync loop, so that the stop lands inside the run.
+	cfg.Options.FsyncSamples, cfg.Options.FsyncMaxDuration = 200_000, 10*time.Second
+	inRun := make(chan struct{})
+	var once sync.Once
+	cfg.Prober = agent.ProberFunc(func(ctx context.Context, targets []probe.Target, opts probe.Options) (*probe.Result, error) {
+		once.Do(func() { close(inRun) })
+		return probe.Run(ctx, targets, opts)
+	})
+	a := startAgent(t, e, cfg, nil)
+	select {
+	case <-inRun:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no run started")
+	}
+	time.Sleep(300 * time.Millisecond)
+	stoppedAt := time.Now()
+	a.stop()
+	if d := time.Since(stoppedAt); d > 5*time.Second {
+		t.Errorf("the agent took %s to stop", d)
+	}
+	p := getProfile(t, e, node.Name)
+	if p == nil {
+		t.Fatal("no NodeIOProfile")
+	}
+	d := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionDegraded)
+	if d == nil || d.Status != metav1.ConditionTrue || d.Reason != agent.ReasonCanceled {
+		t.Errorf("Degraded = %+v, want True/%s", d, agent.ReasonCanceled)
+	}
+	assertEmpty(t, disk)
+}
+
+// TestKeepsResultWhileAPIServerIsDown: a result measured while the API server cannot be reached
+// is written when it comes back, and the agent keeps running meanwhile.
+func TestKeepsResultWhileAPIServerIsDown(t *testing.T) {
+	e := testenv.Require(t, env)
+	node := createNode(t, e)
+	down := &atomic.Bool{}
+	restConfig := rest.CopyConfig(e.Config)
+	restConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &outage{rt: rt, down: down} })
+
+	inRun, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	cfg := testConfig(node.Name, e.Namespace(t), probe.Target{Path: "/probe/disk"})
+	cfg.Prober = agent.ProberFunc(func(context.Context, []probe.Target, probe.Options) (*probe.Result, error) {
+		once.Do(func() { close(inRun); <-proceed })
+		now := time.Now()
+		return &probe.Result{Kernel: "measured-during-outage", StartTime: now.Add(-time.Second), FinishTime: now, DurationMilliseconds: 1000,
+			Targets: []probe.TargetResult{{Name: "disk", Path: "/probe/disk", Kind: probe.KindDisk,
+				SequentialWrite: &probe.SequentialWriteResult{Bytes: 1, BlockSizeBytes: 1, BufferedBytesPerSecond: 1, FdatasyncBytesPerSecond: 1}}}}, nil
+	})
+	a := startAgent(t, e, cfg, restConfig)
+	select {
+	case <-inRun:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no run started")
+	}
+	down.Store(true)
+	close(proceed)
+	consistently(t, 2*time.Second, func() string {
+		if p := getProfile(t, e, node.Name); p != nil && p.Status.LastRunTime != nil {
+			return "the status was written during the outage"
+		}
+		select {
+		case <-a.stopped:
+			return "the agent stopped during the outage"
+		default:
+		}
+		return ""
+	})
+	down.Store(false)
+	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, agent.ReasonProbed)
+	if p.Status.Kernel != "measured-during-outage" {
+		t.Errorf("kernel = %q, want the result measured during the outage", p.Status.Kernel)
+	}
+}
+
+// TestLeavesReadAheadAlone: the read-ahead side's part of the status survives the agent's writes,
+// and a profile created before the agent gets the Node as owner.
+func TestLeavesReadAheadAlone(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx := context.Background()
+	node := createNode(t, e)
+	if err := e.Client.Create(ctx, &v1alpha1.NodeIOProfile{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	readAhead := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "NodeIOProfile", "metadata": map[string]any{"name": node.Name},
+		"status": map[string]any{
+			"readAhead": []any{map[string]any{"device": "vda", "currentKiB": int64(4096)}},
+			"conditions": []any{map[string]any{"type": v1alpha1.ConditionReadAheadApplied, "status": "True", "reason": "Applied",
+				"message": "vda is at 4096 KiB", "lastTransitionTime": "2026-03-01T10:00:00Z"}},
+		},
+	}}
+	if err := e.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(readAhead), client.FieldOwner("test-readahead")); err != nil {
+		t.Fatal(err)
+	}
+	startAgent(t, e, testConfig(node.Name, e.Namespace(t), probe.Target{Path: diskDir(t)}), nil)
+
+	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, agent.ReasonProbed)
+	assertOwnedByNode(t, p, string(node.UID), node.Name)
+	if ra := p.Status.ReadAhead; len(ra) != 1 || ra[0].Device != "vda" || ptr.Deref(ra[0].CurrentKiB, 0) != 4096 {
+		t.Errorf("readAhead = %+v, want the read-ahead side's entry", ra)
+	}
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReadAheadApplied); c == nil || c.Message != "vda is at 4096 KiB" {
+		t.Errorf("ReadAheadApplied = %+v, want the read-ahead side's condition", c)
+	}
+}

@@ -1,0 +1,138 @@
+package agent
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// gather collects the registry's families by name.
+func gather(t *testing.T, reg *prometheus.Registry) map[string]*dto.MetricFamily {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+// find returns the series of family name whose labels include want, or nil.
+func find(mfs map[string]*dto.MetricFamily, name string, want map[string]string) *dto.Metric {
+	mf := mfs[name]
+	if mf == nil {
+		return nil
+	}
+next:
+	for _, m := range mf.GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if got[k] != v {
+				continue next
+			}
+		}
+		return m
+	}
+	return nil
+}
+
+func gaugeValue(t *testing.T, mfs map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
+	t.Helper()
+	m := find(mfs, name, labels)
+	if m == nil {
+		t.Fatalf("no %s%v", name, labels)
+	}
+	return m.GetGauge().GetValue()
+}
+
+func TestMetricsPublishTheLastRun(t *testing.T) {
+	c := newProbeCollector()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+
+	mfs := gather(t, reg)
+	if find(mfs, "dbtune_node_probe_last_run_timestamp_seconds", nil) != nil {
+		t.Error("a last-run timestamp before any run")
+	}
+	if m := find(mfs, "dbtune_node_probe_runs_total", map[string]string{"result": "success"}); m == nil || m.GetCounter().GetValue() != 0 {
+		t.Errorf("runs_total{result=success} must start at 0, got %v", m)
+	}
+
+	full := run(tmpfsResult(), diskResult())
+	c.observe(runOutcome{Result: full}, t1)
+	c.observe(runOutcome{Result: full}, t1)
+	c.observe(runOutcome{Err: errors.New("refusing to start the probe run: target /probe/disk does not exist")}, t1.Add(1))
+
+	mfs = gather(t, reg)
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"dbtune_node_probe_write_bytes_per_second", map[string]string{"target": "disk", "device": "vda", "mode": "fdatasync"}, 3e8},
+		{"dbtune_node_probe_write_bytes_per_second", map[string]string{"target": "disk", "device": "vda", "mode": "direct"}, 2e8},
+		{"dbtune_node_probe_write_bytes_per_second", map[string]string{"target": "tmpfs", "device": "", "mode": "buffered"}, 3e9},
+		{"dbtune_node_probe_read_bytes_per_second", map[string]string{"target": "disk", "device": "vda"}, 5e8},
+		{"dbtune_node_probe_device_read_bytes_per_second", map[string]string{"target": "disk", "device": "vda"}, 4e8},
+		{"dbtune_node_probe_file_churn_files_per_second", map[string]string{"target": "disk", "size": "5000", "op": "read_unlink"}, 30000},
+		{"dbtune_node_probe_tmpfs_speedup_ratio", map[string]string{"workload": "sequential_write"}, 9.67},
+		{"dbtune_node_probe_target_info", map[string]string{"target": "disk", "device": "vda", "fstype": "ext4", "rotational": "false"}, 1},
+		{"dbtune_node_probe_last_run_duration_seconds", nil, 1.9},
+	} {
+		if got := gaugeValue(t, mfs, tc.name, tc.labels); got != tc.want {
+			t.Errorf("%s%v = %g, want %g", tc.name, tc.labels, got, tc.want)
+		}
+	}
+	if find(mfs, "dbtune_node_probe_write_bytes_per_second", map[string]string{"target": "tmpfs", "mode": "direct"}) != nil {
+		t.Error("an unsupported O_DIRECT write must publish no figure")
+	}
+	if got, want := gaugeValue(t, mfs, "dbtune_node_probe_last_run_timestamp_seconds", nil), unixSeconds(t1.Add(1)); got != want {
+		t.Errorf("last run = %f, want the failed run's %f", got, want)
+	}
+	if got, want := gaugeValue(t, mfs, "dbtune_node_probe_last_success_timestamp_seconds", nil), unixSeconds(t1); got != want {
+		t.Errorf("last success = %f, want %f", got, want)
+	}
+	runs := map[string]float64{}
+	for _, m := range mfs["dbtune_node_probe_runs_total"].GetMetric() {
+		runs[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+	}
+	if diff := cmp.Diff(map[string]float64{"success": 2, "partial": 0, "failed": 1}, runs); diff != "" {
+		t.Errorf("runs_total (-want +got):\n%s", diff)
+	}
+}
+
+// TestFsyncHistogramAccumulates: the buckets are counters over the runs, on etcd's boundaries.
+func TestFsyncHistogramAccumulates(t *testing.T) {
+	c := newProbeCollector()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	full := run(tmpfsResult(), diskResult())
+	c.observe(runOutcome{Result: full}, t1)
+	c.observe(runOutcome{Result: full}, t1)
+
+	m := find(gather(t, reg), "dbtune_node_probe_fdatasync_duration_seconds", map[string]string{"target": "disk", "device": "vda"})
+	if m == nil {
+		t.Fatal("no fdatasync histogram for the disk")
+	}
+	h := m.GetHistogram()
+	if h.GetSampleCount() != 100 || !math.IsNaN(h.GetSampleSum()) {
+		t.Errorf("count %d sum %g, want 100 and NaN", h.GetSampleCount(), h.GetSampleSum())
+	}
+	got := map[float64]uint64{}
+	for _, b := range h.GetBucket() {
+		got[b.GetUpperBound()] = b.GetCumulativeCount()
+	}
+	if len(got) != 14 || got[0.001] != 60 || got[0.002] != 90 || got[8.192] != 0 {
+		t.Errorf("buckets = %v, want etcd's 14 bounds with 60 at 1ms and 90 at 2ms", got)
+	}
+}

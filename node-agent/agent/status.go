@@ -1,0 +1,352 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/node-agent/probe"
+)
+
+// Reasons of the Probed and Degraded conditions. Probed says whether the figures in the status
+// are fresh; Degraded says what went wrong, with the same reason as Probed when nothing could be
+// measured.
+const (
+	// ReasonProbed: every target was measured completely.
+	ReasonProbed = "Probed"
+	// ReasonPartiallyProbed: some figures are fresh, others are missing; Degraded says why.
+	ReasonPartiallyProbed = "PartiallyProbed"
+	// ReasonWaitingForSlot: as many nodes as allowed are probing; this one waits for a slot.
+	ReasonWaitingForSlot = "WaitingForProbeSlot"
+	// ReasonAllTargetsMeasured: Degraded is False.
+	ReasonAllTargetsMeasured = "AllTargetsMeasured"
+
+	ReasonTargetNotFound     = "TargetNotFound"
+	ReasonTargetNotDirectory = "TargetNotDirectory"
+	ReasonTargetReadOnly     = "TargetReadOnly"
+	ReasonTargetNotWritable  = "TargetNotWritable"
+	ReasonNotEnoughSpace     = "NotEnoughSpace"
+	ReasonTargetFull         = "TargetFull"
+	ReasonDeviceUnreadable   = "DeviceUnreadable"
+	ReasonTimeLimit          = "TimeLimitReached"
+	ReasonCanceled           = "ProbeCanceled"
+	ReasonSlotLost           = "ProbeSlotLost"
+	ReasonInvalidOptions     = "InvalidProbeOptions"
+	ReasonProbeFailed        = "ProbeFailed"
+)
+
+// maxMessageLength keeps a condition readable in `kubectl describe` however many targets failed.
+const maxMessageLength = 2048
+
+// runOutcome is what one run produced: a result (complete, partial or nil) and the run's error.
+type runOutcome struct {
+	Result *probe.Result
+	Err    error
+}
+
+// problem is one thing that went wrong, in the words of the probe, with what to do about it.
+type problem struct {
+	reason, text, advice string
+}
+
+// rule recognizes a problem by words of the probe's messages. The probe reports target failures
+// as text (they are part of its result), so text is what there is to match; the envtest suite
+// runs the real probe into each case so that a reworded message shows up as a failing test.
+type rule struct {
+	reason  string
+	needles []string
+	advice  string
+}
+
+// rules are tried in order: a device that cannot be opened says "permission denied" too, and a
+// run stopped by a lost slot also says "context canceled".
+var rules = []rule{
+	{ReasonSlotLost, []string{"probe slot"},
+		"Another node may have taken the slot; the next run measures again."},
+	{ReasonCanceled, []string{"context canceled"},
+		"The agent was stopping; its files were removed and the next run measures again."},
+	{ReasonTimeLimit, []string{"time limit"},
+		"The figures measured before the limit stand; a slow or busy disk needs a longer --probe-timeout or smaller probe sizes."},
+	{ReasonInvalidOptions, []string{"invalid probe options"},
+		"Fix the agent's probe options."},
+	{ReasonDeviceUnreadable, []string{"device read:", "cannot read device", "is not a block device", "stat device", "open device"},
+		"Check that the device node exists in the agent's pod and that the agent may open it for reading (it must run privileged)."},
+	{ReasonTargetNotFound, []string{"does not exist"},
+		"Create the directory or fix the --target path; for a hostPath volume, check the path on the node."},
+	{ReasonTargetNotDirectory, []string{"is not a directory"},
+		"Point --target at a directory."},
+	{ReasonTargetReadOnly, []string{"read-only file"},
+		"Mount the target read-write into the agent's pod."},
+	{ReasonNotEnoughSpace, []string{"not enough free space"},
+		"Free space on the target or lower the probe sizes."},
+	{ReasonTargetFull, []string{"filled up", "no space left", "quota exceeded"},
+		"The filesystem filled up during the run and the probe removed its files; free space, enlarge the tmpfs or lower the probe sizes."},
+	{ReasonTargetNotWritable, []string{"not writable", "permission denied"},
+		"Give the agent write access to the directory."},
+}
+
+// classify names the problem a probe message describes.
+func classify(text string) problem {
+	lower := strings.ToLower(text)
+	for _, r := range rules {
+		for _, n := range r.needles {
+			if strings.Contains(lower, n) {
+				return problem{reason: r.reason, text: text, advice: r.advice}
+			}
+		}
+	}
+	return problem{reason: ReasonProbeFailed, text: text}
+}
+
+// verdict sums up a run for the conditions.
+type verdict struct {
+	problems []problem
+	// complete and partial name the targets measured completely and in part.
+	complete, partial []string
+	total             int
+	duration          time.Duration
+}
+
+func judge(o runOutcome) verdict {
+	var v verdict
+	if o.Err != nil {
+		for line := range strings.SplitSeq(o.Err.Error(), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				v.problems = append(v.problems, classify(line))
+			}
+		}
+	}
+	if o.Result == nil {
+		return v
+	}
+	v.total = len(o.Result.Targets)
+	v.duration = time.Duration(o.Result.DurationMilliseconds) * time.Millisecond
+	for i := range o.Result.Targets {
+		t := &o.Result.Targets[i]
+		switch {
+		case t.Error == "":
+			v.complete = append(v.complete, t.Name)
+		case measured(t):
+			v.partial = append(v.partial, t.Name)
+		}
+		// "not probed: <cause>" only repeats the run's own error, already listed.
+		if t.Error != "" && (o.Err == nil || !strings.HasPrefix(t.Error, "not probed:")) {
+			v.problems = append(v.problems, classify(fmt.Sprintf("target %s (%s): %s", t.Name, t.Path, t.Error)))
+		}
+	}
+	return v
+}
+
+// measured reports whether a target has at least one figure.
+func measured(t *probe.TargetResult) bool {
+	return t.SequentialWrite != nil || t.ColdRead != nil || t.DirectWrite != nil || len(t.FileChurn) > 0 ||
+		t.Fdatasync != nil || t.DeviceRead != nil
+}
+
+func (v *verdict) measuredAny() bool { return len(v.complete)+len(v.partial) > 0 }
+
+func (v *verdict) probed(prev *v1alpha1.NodeIOProfileStatus) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionProbed, Status: metav1.ConditionTrue}
+	switch {
+	case len(v.problems) == 0 && len(v.complete) == v.total:
+		c.Reason = ReasonProbed
+		c.Message = fmt.Sprintf("Measured %s in %s.", joinNames(v.complete), v.duration)
+	case v.measuredAny():
+		c.Reason = ReasonPartiallyProbed
+		c.Message = fmt.Sprintf("Measured %s in %s; the Degraded condition says what is missing.", v.coverage(), v.duration)
+	default:
+		c.Status, c.Reason = metav1.ConditionFalse, v.firstReason()
+		c.Message = "Nothing was measured: " + summarize(v.problems)
+		if prev.LastRunTime != nil {
+			c.Message += fmt.Sprintf(" The figures of the run that finished at %s are kept.", prev.LastRunTime.UTC().Format(time.RFC3339))
+		}
+	}
+	c.Message = truncate(c.Message)
+	return c
+}
+
+func (v *verdict) degraded() metav1.Condition {
+	if len(v.problems) == 0 {
+		return metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse,
+			Reason: ReasonAllTargetsMeasured, Message: "Every target was measured completely."}
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue,
+		Reason: v.firstReason(), Message: truncate(summarize(v.problems))}
+}
+
+func (v *verdict) firstReason() string {
+	if len(v.problems) == 0 {
+		return ReasonProbeFailed
+	}
+	return v.problems[0].reason
+}
+
+// coverage lists which targets are complete and which are not ("tmpfs completely, disk in part").
+func (v *verdict) coverage() string {
+	var parts []string
+	if len(v.complete) > 0 {
+		parts = append(parts, joinNames(v.complete)+" completely")
+	}
+	if len(v.partial) > 0 {
+		parts = append(parts, joinNames(v.partial)+" in part")
+	}
+	return strings.Join(parts, " and ")
+}
+
+func joinNames(names []string) string {
+	switch len(names) {
+	case 0:
+		return "no target"
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// summarize turns problems into sentences, each followed once by what to do about its kind.
+func summarize(ps []problem) string {
+	advised := map[string]bool{}
+	sentences := make([]string, 0, 2*len(ps))
+	for _, p := range ps {
+		sentences = append(sentences, sentence(p.text))
+		if p.advice != "" && !advised[p.reason] {
+			advised[p.reason] = true
+			sentences = append(sentences, p.advice)
+		}
+	}
+	return strings.Join(sentences, " ")
+}
+
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}
+
+func truncate(s string) string {
+	if len(s) <= maxMessageLength {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxMessageLength-len(" …")], "") + " …"
+}
+
+// statusAfterRun is the agent's part of the status once a run is over. A run that measured
+// something replaces every figure (a target that failed keeps its partial figures and its error);
+// a run that measured nothing leaves the previous run's figures and lastRunTime in place, and only
+// the conditions tell what happened.
+func statusAfterRun(prev v1alpha1.NodeIOProfileStatus, o runOutcome, now time.Time) v1alpha1.NodeIOProfileStatus {
+	st := ownedStatus(prev)
+	v := judge(o)
+	if v.measuredAny() {
+		res := o.Result
+		st.Kernel = res.Kernel
+		finish := metav1.NewTime(res.FinishTime).Rfc3339Copy()
+		st.LastRunTime = &finish
+		st.LastRunDurationMilliseconds = res.DurationMilliseconds
+		st.Targets = convertTargets(res.Targets)
+		st.Speedup = convertSpeedup(res.Speedup)
+	}
+	setCondition(&st.Conditions, v.probed(&prev), now)
+	setCondition(&st.Conditions, v.degraded(), now)
+	return st
+}
+
+// statusWhileWaiting says that the node waits for a probe slot. Probed stays True when the figures
+// of an earlier run are there: they are still the node's latest measurement.
+func statusWhileWaiting(prev v1alpha1.NodeIOProfileStatus, message string, now time.Time) v1alpha1.NodeIOProfileStatus {
+	st := ownedStatus(prev)
+	status := metav1.ConditionUnknown
+	if meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionProbed) {
+		status = metav1.ConditionTrue
+	}
+	setCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionProbed, Status: status,
+		Reason: ReasonWaitingForSlot, Message: truncate(message)}, now)
+	return st
+}
+
+// ownedStatus is the part of a status the probe side of the agent writes: everything but the
+// read-ahead list and the ReadAheadApplied condition, which belong to the read-ahead side.
+func ownedStatus(s v1alpha1.NodeIOProfileStatus) v1alpha1.NodeIOProfileStatus {
+	out := *s.DeepCopy()
+	out.ReadAhead = nil
+	out.Conditions = nil
+	for _, c := range s.Conditions {
+		if c.Type == v1alpha1.ConditionProbed || c.Type == v1alpha1.ConditionDegraded {
+			out.Conditions = append(out.Conditions, *c.DeepCopy())
+		}
+	}
+	return out
+}
+
+// setCondition keeps lastTransitionTime when the status does not change, and otherwise sets it to
+// now at the second, the precision the API server stores.
+func setCondition(conds *[]metav1.Condition, c metav1.Condition, now time.Time) {
+	c.LastTransitionTime = metav1.NewTime(now).Rfc3339Copy()
+	meta.SetStatusCondition(conds, c)
+}
+
+func convertTargets(in []probe.TargetResult) []v1alpha1.ProbeTargetResult {
+	out := make([]v1alpha1.ProbeTargetResult, 0, len(in))
+	for i := range in {
+		out = append(out, convertTarget(&in[i]))
+	}
+	return out
+}
+
+// convertTarget copies one result into the API type. The probe's types have the API's fields, so
+// most of them convert directly: a field added on one side and not the other stops compilation
+// here rather than being dropped silently.
+func convertTarget(t *probe.TargetResult) v1alpha1.ProbeTargetResult {
+	prov := v1alpha1.StorageProvenance(t.Provenance)
+	out := v1alpha1.ProbeTargetResult{
+		Name: t.Name, Path: t.Path, Kind: v1alpha1.TargetKind(t.Kind), Error: t.Error,
+		Provenance:      *prov.DeepCopy(),
+		SequentialWrite: convertPtr(t.SequentialWrite, sequentialWrite),
+		DirectWrite:     convertPtr(t.DirectWrite, throughput),
+		ColdRead:        convertPtr(t.ColdRead, throughput),
+		DeviceRead:      convertPtr(t.DeviceRead, throughput),
+		Fdatasync:       convertPtr(t.Fdatasync, fdatasync),
+	}
+	for _, c := range t.FileChurn {
+		out.FileChurn = append(out.FileChurn, v1alpha1.FileChurnResult(c))
+	}
+	return out
+}
+
+func sequentialWrite(w probe.SequentialWriteResult) v1alpha1.SequentialWriteResult {
+	return v1alpha1.SequentialWriteResult(w)
+}
+
+func throughput(r probe.ThroughputResult) v1alpha1.ThroughputResult {
+	return v1alpha1.ThroughputResult(r)
+}
+
+func fdatasync(f probe.FdatasyncResult) v1alpha1.FdatasyncResult {
+	out := v1alpha1.FdatasyncResult{WriteSizeBytes: f.WriteSizeBytes, Samples: f.Samples,
+		P50Microseconds: f.P50Microseconds, P99Microseconds: f.P99Microseconds}
+	for _, b := range f.Buckets {
+		out.Buckets = append(out.Buckets, v1alpha1.HistogramBucket(b))
+	}
+	return out
+}
+
+func convertSpeedup(s *probe.Speedup) *v1alpha1.Speedup {
+	return convertPtr(s, func(s probe.Speedup) v1alpha1.Speedup { return v1alpha1.Speedup(s) })
+}
+
+func convertPtr[T, U any](p *T, f func(T) U) *U {
+	if p == nil {
+		return nil
+	}
+	u := f(*p)
+	return &u
+}

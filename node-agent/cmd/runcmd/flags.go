@@ -1,0 +1,263 @@
+package runcmd
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/dbtune/scratch-operator/node-agent/agent"
+	"github.com/dbtune/scratch-operator/node-agent/probe"
+	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
+)
+
+// Environment variables read when the matching flag is not given; a DaemonSet sets them from the
+// downward API (spec.nodeName, metadata.namespace).
+const (
+	envNodeName     = "NODE_NAME"
+	envPodNamespace = "POD_NAMESPACE"
+)
+
+// options is the parsed command line.
+type options struct {
+	cfg        agent.Config
+	kubeconfig string
+	zap        zap.Options
+	// readAhead configures ReadAheadPolicy enforcement; it is off with --read-ahead=false, which
+	// lets the agent run without CAP_SYS_ADMIN, the host's /dev or a writable /sys.
+	readAhead      bool
+	hostRoot       string
+	hostMountInfo  string
+	readAheadState string
+}
+
+// namedValue is a flag value of the form [name=]value.
+type namedValue struct{ name, value string }
+
+// splitNamed splits "name=value"; a part before "=" that contains a slash is a path, not a name.
+func splitNamed(s string) namedValue {
+	if name, value, ok := strings.Cut(s, "="); ok && name != "" && !strings.Contains(name, "/") {
+		return namedValue{name: name, value: value}
+	}
+	return namedValue{value: s}
+}
+
+// parseArgs parses args, with getenv supplying the downward-API defaults.
+func parseArgs(args []string, stderr io.Writer, getenv func(string) string) (*options, error) {
+	o := &options{cfg: agent.Config{Options: probe.DefaultOptions()}}
+	var devices []namedValue
+	fs := newFlagSet(o, &devices, stderr, getenv)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q; targets are given with --target", fs.Arg(0))
+	}
+	if o.cfg.NodeName == "" {
+		return nil, fmt.Errorf("no node name: give --node-name or set %s from the downward API (fieldRef spec.nodeName)", envNodeName)
+	}
+	if len(o.cfg.Targets) == 0 {
+		return nil, errors.New("no target: give at least one --target, for example --target tmpfs=/probe/tmpfs --target disk=/probe/disk")
+	}
+	if err := attachDevices(o.cfg.Targets, devices); err != nil {
+		return nil, err
+	}
+	return o, checkPositive(&o.cfg)
+}
+
+// checkPositive rejects zeros that agent.Config would read as "use the default": on a command line
+// a zero is a mistake, not a request for the default.
+func checkPositive(c *agent.Config) error {
+	var errs []error
+	if c.Period <= 0 {
+		errs = append(errs, fmt.Errorf("--period must be positive, got %s", c.Period))
+	}
+	if c.Jitter <= 0 {
+		errs = append(errs, fmt.Errorf("--jitter must be a positive fraction of the period, got %g", c.Jitter))
+	}
+	if c.MaxProbingNodes < 1 {
+		errs = append(errs, fmt.Errorf("--max-probing-nodes must be at least 1, got %d", c.MaxProbingNodes))
+	}
+	if c.LeaseDuration <= 0 {
+		errs = append(errs, fmt.Errorf("--lease-duration must be positive, got %s", c.LeaseDuration))
+	}
+	return errors.Join(errs...)
+}
+
+func newFlagSet(o *options, devices *[]namedValue, stderr io.Writer, getenv func(string) string) *flag.FlagSet {
+	fs := flag.NewFlagSet("node-agent run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { usage(fs, stderr) }
+	c := &o.cfg
+	fs.StringVar(&c.NodeName, "node-name", getenv(envNodeName), "name of the Node the agent runs on; $"+envNodeName+" when not given")
+	fs.Func("target", "directory to probe, as `[name=]path`; repeat for several (name defaults to tmpfs or disk)", func(s string) error {
+		nv := splitNamed(s)
+		if nv.value == "" {
+			return errors.New("empty path")
+		}
+		c.Targets = append(c.Targets, probe.Target{Name: nv.name, Path: nv.value})
+		return nil
+	})
+	fs.Func("device", "block device to read raw like hdparm -t, as `[target=]/dev/name`; without a target it goes to the target named disk, or to the only target", func(s string) error {
+		*devices = append(*devices, splitNamed(s))
+		return nil
+	})
+	fs.DurationVar(&c.Period, "period", agent.DefaultPeriod, "time between scheduled runs; the first run starts at once")
+	fs.Float64Var(&c.Jitter, "jitter", agent.DefaultJitter, "fraction of the period added at random to each wait")
+	fs.IntVar(&c.MaxProbingNodes, "max-probing-nodes", agent.DefaultMaxProbingNodes, "how many nodes may probe at the same time, cluster-wide")
+	fs.StringVar(&c.LeaseNamespace, "lease-namespace", orDefault(getenv(envPodNamespace), agent.DefaultLeaseNamespace),
+		"namespace of the probe slot Leases; $"+envPodNamespace+" when set, else "+agent.DefaultLeaseNamespace)
+	fs.StringVar(&c.LeasePrefix, "lease-name-prefix", agent.DefaultLeasePrefix, "the slot Leases are named PREFIX-0 … PREFIX-(N-1)")
+	fs.DurationVar(&c.LeaseDuration, "lease-duration", agent.DefaultLeaseDuration, "how long a slot stays taken after its holder stopped renewing it")
+	fs.StringVar(&c.MetricsAddr, "metrics-bind-address", agent.DefaultMetricsAddr, "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&c.HealthProbeAddr, "health-probe-bind-address", agent.DefaultHealthProbeAddr, "address of /healthz and /readyz; 0 disables them")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file, when not running in a pod (default $KUBECONFIG, then the in-cluster config)")
+	fs.BoolVar(&o.readAhead, "read-ahead", true, "apply ReadAheadPolicies to this node's block devices (needs CAP_SYS_ADMIN, the host's /dev and a writable /sys)")
+	fs.StringVar(&o.hostRoot, "host-root", "/", "where the host's /sys and /dev are visible (for example /host when they are mounted there)")
+	fs.StringVar(&o.hostMountInfo, "host-mountinfo", "", "the host's mount table, for policies that select devices by mount path (default <host-root>/proc/1/mountinfo when that exists, else /proc/self/mountinfo)")
+	fs.StringVar(&o.readAheadState, "read-ahead-state-dir", readaheadctl.DefaultStateDir, "host directory (a hostPath under /run) where original read-ahead values are saved before the first change")
+	probeFlags(fs, &c.Options)
+	o.zap.BindFlags(fs)
+	return fs
+}
+
+// probeFlags are the bounds of a run an operator may want to change on a DaemonSet; the rest keep
+// probe.DefaultOptions.
+func probeFlags(fs *flag.FlagSet, po *probe.Options) {
+	fs.DurationVar(&po.MaxDuration, "probe-timeout", po.MaxDuration, "hard time limit of one run")
+	bytesVar(fs, &po.MaxTotalWriteBytes, "max-total-write-bytes", "refuse a run that would write more than this, summed over targets")
+	bytesVar(fs, &po.SeqWriteBytes, "seq-write-bytes", "size of the sequential-write file")
+	bytesVar(fs, &po.SeqWriteBlockBytes, "seq-write-block-bytes", "size of each sequential write (dd bs)")
+	bytesVar(fs, &po.DirectWriteBytes, "direct-write-bytes", "size of the O_DIRECT write (multiple of 4096)")
+	bytesVar(fs, &po.DirectWriteBlockBytes, "direct-write-block-bytes", "size of each O_DIRECT write (multiple of 4096)")
+	fs.Var(&churnFlag{opts: po}, "churn", "small-file workload as `size:files` (5000:2000, 5M:20); repeat for several; replaces the defaults")
+	fs.IntVar(&po.FsyncSamples, "fsync-samples", po.FsyncSamples, "number of write+fdatasync pairs")
+}
+
+func usage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprint(w, `Usage: node-agent run --node-name NODE --target [name=]DIR [--target …] [options]
+
+Runs the node agent of a DaemonSet: measures the targets at start, every --period and whenever the
+node's NodeIOProfile is annotated with dbtune.io/probe-requested, writes the results into that
+NodeIOProfile and serves them as Prometheus metrics. At most --max-probing-nodes nodes probe at once.
+
+Options:
+`)
+	fs.PrintDefaults()
+}
+
+// attachDevices gives each --device to its target.
+func attachDevices(targets []probe.Target, devices []namedValue) error {
+	for _, d := range devices {
+		i, err := deviceTarget(targets, d)
+		if err != nil {
+			return err
+		}
+		if targets[i].Device != "" {
+			return fmt.Errorf("target %s already reads device %s; give one --device per target", targets[i].Path, targets[i].Device)
+		}
+		targets[i].Device = d.value
+	}
+	return nil
+}
+
+func deviceTarget(targets []probe.Target, d namedValue) (int, error) {
+	name := d.name
+	if name == "" {
+		if len(targets) == 1 {
+			return 0, nil
+		}
+		name = "disk"
+	}
+	for i, t := range targets {
+		if t.Name == name {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("--device %s: no target is named %q; name one with --target %s=DIR or write --device NAME=%s",
+		d.value, name, name, d.value)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// bytesVar registers a byte-size flag that accepts Kubernetes quantities (128Mi, 5M).
+func bytesVar(fs *flag.FlagSet, p *int64, name, help string) {
+	fs.Var(&bytesFlag{p: p}, name, help+" (bytes, or a quantity such as 128Mi)")
+}
+
+type bytesFlag struct{ p *int64 }
+
+func (b *bytesFlag) String() string {
+	if b.p == nil {
+		return ""
+	}
+	return strconv.FormatInt(*b.p, 10)
+}
+
+func (b *bytesFlag) Set(s string) error {
+	n, err := parseBytes(s)
+	if err != nil {
+		return err
+	}
+	*b.p = n
+	return nil
+}
+
+func parseBytes(s string) (int64, error) {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size: use bytes or a quantity such as 128Mi or 5M", s)
+	}
+	n, ok := q.AsInt64()
+	if !ok || n <= 0 {
+		return 0, fmt.Errorf("%q is not a positive whole number of bytes", s)
+	}
+	return n, nil
+}
+
+// churnFlag collects --churn values; the first one replaces the default list.
+type churnFlag struct {
+	opts *probe.Options
+	set  bool
+}
+
+func (c *churnFlag) String() string {
+	if c.opts == nil {
+		return ""
+	}
+	parts := make([]string, 0, len(c.opts.Churn))
+	for _, s := range c.opts.Churn {
+		parts = append(parts, fmt.Sprintf("%d:%d", s.FileBytes, s.Files))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (c *churnFlag) Set(s string) error {
+	size, files, ok := strings.Cut(s, ":")
+	if !ok {
+		return fmt.Errorf("%q is not size:files", s)
+	}
+	n, err := parseBytes(size)
+	if err != nil {
+		return err
+	}
+	count, err := strconv.Atoi(files)
+	if err != nil || count <= 0 {
+		return fmt.Errorf("%q: the file count must be a positive integer", s)
+	}
+	if !c.set {
+		c.opts.Churn, c.set = nil, true
+	}
+	c.opts.Churn = append(c.opts.Churn, probe.ChurnSize{FileBytes: n, Files: count})
+	return nil
+}
