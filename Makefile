@@ -33,7 +33,8 @@ generate: ## Generate deepcopy code for the API types.
 .PHONY: manifests
 manifests: ## Generate CRDs (config/crd/bases) and RBAC roles (config/rbac) from the code's markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./controllers/...;./node-agent/readaheadctl/..." output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=node-agent-role paths="./node-agent/agent/...;./node-agent/readaheadctl/..." output:rbac:artifacts:config=config/rbac/node-agent
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -82,3 +83,15 @@ test-unit: ## Run the unit tests only (no API server, no root).
 build: ## Build the manager and node-agent binaries into bin/.
 	go build -o bin/manager .
 	go build -o bin/node-agent ./node-agent
+
+##@ Demo
+
+.PHONY: demo
+demo: ## Start a local control plane with the operator and the samples, show what it did, leave it running.
+	go build -o bin/demo ./test/demo
+	bin/demo up
+
+.PHONY: demo-down
+demo-down: ## Stop everything make demo started and undo its changes to this machine.
+	go build -o bin/demo ./test/demo
+	bin/demo down
