@@ -9,8 +9,9 @@ GOLANGCI_LINT ?= $(GO_TOOL) golangci-lint
 # Real kube-apiserver and etcd (and, for end-to-end work, the rest of a control plane), built from the
 # Go module proxy by hack/k8s-binaries.sh and cached under bin/k8s/.
 K8S_BINARIES ?= hack/k8s-binaries.sh
-# What the test suites need: envtest's kube-apiserver and etcd, and kubectl for client-side apply.
-K8S_TEST_BINARIES ?= kube-apiserver etcd kubectl
+# What the test suites need: envtest's kube-apiserver and etcd, kubectl for client-side apply, and
+# the rest of a control plane (controller-manager, scheduler, kwok) for the local-cluster tests.
+K8S_TEST_BINARIES ?= all
 
 GOTEST_FLAGS ?= -count=1
 export GOWORK = off
@@ -62,7 +63,7 @@ check-generated: generate manifests ## Fail when generated files (deepcopy, CRDs
 ##@ Test
 
 .PHONY: k8s-binaries
-k8s-binaries: ## Build kube-apiserver, etcd and kubectl for the tests (cached in bin/k8s; minutes when cold).
+k8s-binaries: ## Build the Kubernetes binaries the tests need (cached in bin/k8s; 10-20 minutes when cold).
 	$(K8S_BINARIES) $(K8S_TEST_BINARIES)
 
 .PHONY: k8s-binaries-all
