@@ -11,6 +11,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/dbtune/scratch-operator/node-agent/cmd/probeflags"
 	"github.com/dbtune/scratch-operator/node-agent/probe"
 )
 
@@ -87,19 +88,19 @@ func attachDevices(cfg *config) ([]probe.Target, error) {
 		if targets[i].Device != "" {
 			return nil, fmt.Errorf("target %s already reads device %s; give one --device per target", targets[i].Path, targets[i].Device)
 		}
-		targets[i].Device = d.value
+		targets[i].Device = d.Value
 	}
 	return targets, nil
 }
 
-func deviceTarget(targets []probe.Target, d namedValue, opts probe.Options) (int, error) {
-	if d.name != "" {
+func deviceTarget(targets []probe.Target, d probeflags.Named, opts probe.Options) (int, error) {
+	if d.Name != "" {
 		for i, t := range targets {
-			if t.Name == d.name {
+			if t.Name == d.Name {
 				return i, nil
 			}
 		}
-		return 0, fmt.Errorf("--device %s=%s names no target; name one with --target %s=DIR", d.name, d.value, d.name)
+		return 0, fmt.Errorf("--device %s=%s names no target; name one with --target %s=DIR", d.Name, d.Value, d.Name)
 	}
 	found := -1
 	for i, t := range targets {
@@ -108,12 +109,12 @@ func deviceTarget(targets []probe.Target, d namedValue, opts probe.Options) (int
 			continue
 		}
 		if found >= 0 {
-			return 0, fmt.Errorf("--device %s: several disk targets; say which, as --device NAME=%s", d.value, d.value)
+			return 0, fmt.Errorf("--device %s: several disk targets; say which, as --device NAME=%s", d.Value, d.Value)
 		}
 		found = i
 	}
 	if found < 0 {
-		return 0, fmt.Errorf("--device %s needs a disk target to go with (all targets are tmpfs or unreadable)", d.value)
+		return 0, fmt.Errorf("--device %s needs a disk target to go with (all targets are tmpfs or unreadable)", d.Value)
 	}
 	return found, nil
 }

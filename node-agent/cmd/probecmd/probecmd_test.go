@@ -123,34 +123,3 @@ func TestRunTableOnTmpfsAndDisk(t *testing.T) {
 	}
 	t.Log("\n" + stdout)
 }
-
-func TestSplitNamed(t *testing.T) {
-	tests := []struct {
-		in   string
-		want namedValue
-	}{
-		{"/dev/shm", namedValue{value: "/dev/shm"}},
-		{"tmpfs=/dev/shm", namedValue{name: "tmpfs", value: "/dev/shm"}},
-		{"/data/a=b", namedValue{value: "/data/a=b"}},
-		{"=/x", namedValue{value: "=/x"}},
-		{"disk=", namedValue{name: "disk"}},
-	}
-	for _, tt := range tests {
-		if got := splitNamed(tt.in); got != tt.want {
-			t.Errorf("splitNamed(%q) = %+v, want %+v", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestParseBytes(t *testing.T) {
-	for in, want := range map[string]int64{"5000": 5000, "5M": 5_000_000, "128Mi": 128 << 20, "1Gi": 1 << 30, "512Ki": 512 << 10} {
-		if got, err := parseBytes(in); err != nil || got != want {
-			t.Errorf("parseBytes(%q) = %d, %v, want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "0", "-1", "1.5", "1m", "lots"} {
-		if got, err := parseBytes(in); err == nil {
-			t.Errorf("parseBytes(%q) = %d, want an error", in, got)
-		}
-	}
-}

@@ -5,13 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dbtune/scratch-operator/node-agent/agent"
+	"github.com/dbtune/scratch-operator/node-agent/cmd/probeflags"
 	"github.com/dbtune/scratch-operator/node-agent/probe"
 	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
 )
@@ -36,21 +34,10 @@ type options struct {
 	readAheadState string
 }
 
-// namedValue is a flag value of the form [name=]value.
-type namedValue struct{ name, value string }
-
-// splitNamed splits "name=value"; a part before "=" that contains a slash is a path, not a name.
-func splitNamed(s string) namedValue {
-	if name, value, ok := strings.Cut(s, "="); ok && name != "" && !strings.Contains(name, "/") {
-		return namedValue{name: name, value: value}
-	}
-	return namedValue{value: s}
-}
-
 // parseArgs parses args, with getenv supplying the downward-API defaults.
 func parseArgs(args []string, stderr io.Writer, getenv func(string) string) (*options, error) {
 	o := &options{cfg: agent.Config{Options: probe.DefaultOptions()}}
-	var devices []namedValue
+	var devices []probeflags.Named
 	fs := newFlagSet(o, &devices, stderr, getenv)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -89,22 +76,22 @@ func checkPositive(c *agent.Config) error {
 	return errors.Join(errs...)
 }
 
-func newFlagSet(o *options, devices *[]namedValue, stderr io.Writer, getenv func(string) string) *flag.FlagSet {
+func newFlagSet(o *options, devices *[]probeflags.Named, stderr io.Writer, getenv func(string) string) *flag.FlagSet {
 	fs := flag.NewFlagSet("node-agent run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { usage(fs, stderr) }
 	c := &o.cfg
 	fs.StringVar(&c.NodeName, "node-name", getenv(envNodeName), "name of the Node the agent runs on; $"+envNodeName+" when not given")
 	fs.Func("target", "directory to probe, as `[name=]path`; repeat for several (name defaults to tmpfs or disk)", func(s string) error {
-		nv := splitNamed(s)
-		if nv.value == "" {
+		nv := probeflags.SplitNamed(s)
+		if nv.Value == "" {
 			return errors.New("empty path")
 		}
-		c.Targets = append(c.Targets, probe.Target{Name: nv.name, Path: nv.value})
+		c.Targets = append(c.Targets, probe.Target{Name: nv.Name, Path: nv.Value})
 		return nil
 	})
 	fs.Func("device", "block device to read raw like hdparm -t, as `[target=]/dev/name`; without a target it goes to the target named disk, or to the only target", func(s string) error {
-		*devices = append(*devices, splitNamed(s))
+		*devices = append(*devices, probeflags.SplitNamed(s))
 		return nil
 	})
 	fs.DurationVar(&c.Period, "period", agent.DefaultPeriod, "time between scheduled runs; the first run starts at once")
@@ -130,12 +117,12 @@ func newFlagSet(o *options, devices *[]namedValue, stderr io.Writer, getenv func
 // probe.DefaultOptions.
 func probeFlags(fs *flag.FlagSet, po *probe.Options) {
 	fs.DurationVar(&po.MaxDuration, "probe-timeout", po.MaxDuration, "hard time limit of one run")
-	bytesVar(fs, &po.MaxTotalWriteBytes, "max-total-write-bytes", "refuse a run that would write more than this, summed over targets")
-	bytesVar(fs, &po.SeqWriteBytes, "seq-write-bytes", "size of the sequential-write file")
-	bytesVar(fs, &po.SeqWriteBlockBytes, "seq-write-block-bytes", "size of each sequential write (dd bs)")
-	bytesVar(fs, &po.DirectWriteBytes, "direct-write-bytes", "size of the O_DIRECT write (multiple of 4096)")
-	bytesVar(fs, &po.DirectWriteBlockBytes, "direct-write-block-bytes", "size of each O_DIRECT write (multiple of 4096)")
-	fs.Var(&churnFlag{opts: po}, "churn", "small-file workload as `size:files` (5000:2000, 5M:20); repeat for several; replaces the defaults")
+	probeflags.Bytes(fs, &po.MaxTotalWriteBytes, "max-total-write-bytes", "refuse a run that would write more than this, summed over targets")
+	probeflags.Bytes(fs, &po.SeqWriteBytes, "seq-write-bytes", "size of the sequential-write file")
+	probeflags.Bytes(fs, &po.SeqWriteBlockBytes, "seq-write-block-bytes", "size of each sequential write (dd bs)")
+	probeflags.Bytes(fs, &po.DirectWriteBytes, "direct-write-bytes", "size of the O_DIRECT write (multiple of 4096)")
+	probeflags.Bytes(fs, &po.DirectWriteBlockBytes, "direct-write-block-bytes", "size of each O_DIRECT write (multiple of 4096)")
+	probeflags.Churn(fs, po, "small-file workload as `size:files` (5000:2000, 5M:20); repeat for several; replaces the defaults")
 	fs.IntVar(&po.FsyncSamples, "fsync-samples", po.FsyncSamples, "number of write+fdatasync pairs")
 }
 
@@ -152,7 +139,7 @@ Options:
 }
 
 // attachDevices gives each --device to its target.
-func attachDevices(targets []probe.Target, devices []namedValue) error {
+func attachDevices(targets []probe.Target, devices []probeflags.Named) error {
 	for _, d := range devices {
 		i, err := deviceTarget(targets, d)
 		if err != nil {
@@ -161,13 +148,13 @@ func attachDevices(targets []probe.Target, devices []namedValue) error {
 		if targets[i].Device != "" {
 			return fmt.Errorf("target %s already reads device %s; give one --device per target", targets[i].Path, targets[i].Device)
 		}
-		targets[i].Device = d.value
+		targets[i].Device = d.Value
 	}
 	return nil
 }
 
-func deviceTarget(targets []probe.Target, d namedValue) (int, error) {
-	name := d.name
+func deviceTarget(targets []probe.Target, d probeflags.Named) (int, error) {
+	name := d.Name
 	if name == "" {
 		if len(targets) == 1 {
 			return 0, nil
@@ -180,7 +167,7 @@ func deviceTarget(targets []probe.Target, d namedValue) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("--device %s: no target is named %q; name one with --target %s=DIR or write --device NAME=%s",
-		d.value, name, name, d.value)
+		d.Value, name, name, d.Value)
 }
 
 func orDefault(s, def string) string {
@@ -188,76 +175,4 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// bytesVar registers a byte-size flag that accepts Kubernetes quantities (128Mi, 5M).
-func bytesVar(fs *flag.FlagSet, p *int64, name, help string) {
-	fs.Var(&bytesFlag{p: p}, name, help+" (bytes, or a quantity such as 128Mi)")
-}
-
-type bytesFlag struct{ p *int64 }
-
-func (b *bytesFlag) String() string {
-	if b.p == nil {
-		return ""
-	}
-	return strconv.FormatInt(*b.p, 10)
-}
-
-func (b *bytesFlag) Set(s string) error {
-	n, err := parseBytes(s)
-	if err != nil {
-		return err
-	}
-	*b.p = n
-	return nil
-}
-
-func parseBytes(s string) (int64, error) {
-	q, err := resource.ParseQuantity(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a size: use bytes or a quantity such as 128Mi or 5M", s)
-	}
-	n, ok := q.AsInt64()
-	if !ok || n <= 0 {
-		return 0, fmt.Errorf("%q is not a positive whole number of bytes", s)
-	}
-	return n, nil
-}
-
-// churnFlag collects --churn values; the first one replaces the default list.
-type churnFlag struct {
-	opts *probe.Options
-	set  bool
-}
-
-func (c *churnFlag) String() string {
-	if c.opts == nil {
-		return ""
-	}
-	parts := make([]string, 0, len(c.opts.Churn))
-	for _, s := range c.opts.Churn {
-		parts = append(parts, fmt.Sprintf("%d:%d", s.FileBytes, s.Files))
-	}
-	return strings.Join(parts, ",")
-}
-
-func (c *churnFlag) Set(s string) error {
-	size, files, ok := strings.Cut(s, ":")
-	if !ok {
-		return fmt.Errorf("%q is not size:files", s)
-	}
-	n, err := parseBytes(size)
-	if err != nil {
-		return err
-	}
-	count, err := strconv.Atoi(files)
-	if err != nil || count <= 0 {
-		return fmt.Errorf("%q: the file count must be a positive integer", s)
-	}
-	if !c.set {
-		c.opts.Churn, c.set = nil, true
-	}
-	c.opts.Churn = append(c.opts.Churn, probe.ChurnSize{FileBytes: n, Files: count})
-	return nil
 }
