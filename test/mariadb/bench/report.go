@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dbtune/scratch-operator/test/mariadb"
+)
+
+// results is everything the JSON file holds.
+type results struct {
+	Generated time.Time              `json:"generated"`
+	Machine   machine                `json:"machine"`
+	Settings  settings               `json:"settings"`
+	Variants  map[string]*variant    `json:"variants"`
+	Runs      map[string][]runResult `json:"runs"`
+	Medians   map[string]summary     `json:"medians"`
+
+	order []string
+}
+
+type machine struct {
+	CPUs    int    `json:"cpus"`
+	Kernel  string `json:"kernel"`
+	MariaDB string `json:"mariadb"`
+}
+
+type settings struct {
+	ServerArgs         []string `json:"serverArgs"`
+	ScratchVolumeSize  string   `json:"scratchVolumeSize"`
+	Rows               int      `json:"rows"`
+	Queries            []string `json:"queries"`
+	SlapClients        int      `json:"mysqlslapClients"`
+	SlapQueries        int      `json:"mysqlslapQueriesPerRun"`
+	MixedSeconds       float64  `json:"mixedSeconds"`
+	SysbenchThreads    int      `json:"sysbenchThreads"`
+	SysbenchTables     []string `json:"sysbenchTables"`
+	MixedTempClients   int      `json:"mixedTempClients"`
+	RunsPerMeasurement int      `json:"runsPerMeasurement"`
+}
+
+// summary holds the medians of one variant's runs.
+type summary struct {
+	TempSeconds          float64 `json:"tempSeconds"`
+	TempQueriesPerSecond float64 `json:"tempQueriesPerSecond"`
+	TempDeviceWriteMiB   float64 `json:"tempDeviceWriteMiB"`
+	MixedTPS             float64 `json:"mixedTransactionsPerSecond"`
+	MixedP95Millis       float64 `json:"mixedP95LatencyMillis"`
+	MixedP99Millis       float64 `json:"mixedP99LatencyMillis"`
+	MixedQueriesPerSec   float64 `json:"mixedTempQueriesPerSecond"`
+	MixedDeviceWriteMiB  float64 `json:"mixedDeviceWriteMiB"`
+}
+
+func newResults(h *mariadb.Host, cfg config, variants []*variant) *results {
+	var u unix.Utsname
+	_ = unix.Uname(&u)
+	v := h.Server.Version
+	r := &results{
+		Generated: time.Now().UTC().Truncate(time.Second),
+		Machine: machine{
+			CPUs: runtime.NumCPU(), Kernel: unix.ByteSliceToString(u.Release[:]),
+			MariaDB: fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch),
+		},
+		Settings: settings{
+			ServerArgs: serverArgs, ScratchVolumeSize: scratchVolume("").Spec.Size.String(), Rows: cfg.rows,
+			Queries: []string{groupQuery, sortQuery}, SlapClients: cfg.clients, SlapQueries: cfg.queries,
+			MixedSeconds: cfg.mixedDuration.Seconds(), SysbenchThreads: cfg.sysbenchThreads,
+			SysbenchTables: sysbenchTables, MixedTempClients: cfg.tempClients, RunsPerMeasurement: cfg.runs,
+		},
+		Variants: map[string]*variant{},
+		Runs:     map[string][]runResult{},
+		Medians:  map[string]summary{},
+	}
+	for _, v := range variants {
+		r.Variants[v.name] = v
+		r.order = append(r.order, v.name)
+	}
+	return r
+}
+
+func (r *results) add(variant string, run runResult) { r.Runs[variant] = append(r.Runs[variant], run) }
+
+func (r *results) summarize() {
+	for name, runs := range r.Runs {
+		pick := func(workload string, f func(runResult) float64) float64 {
+			var xs []float64
+			for _, run := range runs {
+				if run.Workload == workload {
+					xs = append(xs, f(run))
+				}
+			}
+			return median(xs)
+		}
+		r.Medians[name] = summary{
+			TempSeconds:          pick("temp", func(x runResult) float64 { return x.Seconds }),
+			TempQueriesPerSecond: pick("temp", func(x runResult) float64 { return x.QueriesPerSecond }),
+			TempDeviceWriteMiB:   pick("temp", func(x runResult) float64 { return x.DeviceWriteMiB }),
+			MixedTPS:             pick("mixed", func(x runResult) float64 { return x.TPS }),
+			MixedP95Millis:       pick("mixed", func(x runResult) float64 { return x.P95Millis }),
+			MixedP99Millis:       pick("mixed", func(x runResult) float64 { return x.P99Millis }),
+			MixedQueriesPerSec:   pick("mixed", func(x runResult) float64 { return x.QueriesPerSecond }),
+			MixedDeviceWriteMiB:  pick("mixed", func(x runResult) float64 { return x.DeviceWriteMiB }),
+		}
+	}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// write saves the JSON and the chart under dir and prints the Markdown section to md.
+func (r *results) write(dir string, md io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	raw, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	jsonPath := filepath.Join(dir, "mariadb-tmpdir.json")
+	if err := os.WriteFile(jsonPath, append(raw, '\n'), 0o644); err != nil {
+		return err
+	}
+	var png bytes.Buffer
+	if err := r.chart(&png); err != nil {
+		return err
+	}
+	pngPath := filepath.Join(dir, "mariadb-tmpdir.png")
+	if err := os.WriteFile(pngPath, png.Bytes(), 0o644); err != nil {
+		return err
+	}
+	_, err = io.WriteString(md, r.markdown(pngPath, jsonPath))
+	return err
+}
+
+// markdown is the section for docs/benchmarks.md.
+func (r *results) markdown(pngPath, jsonPath string) string {
+	t, d := r.Medians["tmpfs"], r.Medians["disk"]
+	vt := r.Variants["tmpfs"]
+	vd := r.Variants["disk"]
+	var b strings.Builder
+	fmt.Fprintf(&b, "## MariaDB tmpdir: tmpfs vs disk\n\n")
+	fmt.Fprintf(&b, "Measured %s on %d CPUs, Linux %s, MariaDB %s, by `go run ./test/mariadb/bench` (as root). ",
+		r.Generated.Format("2006-01-02"), r.Machine.CPUs, r.Machine.Kernel, r.Machine.MariaDB)
+	fmt.Fprintf(&b, "One StatefulSet, run twice by the real-server harness with the same server settings (`%s`): ",
+		strings.Join(r.Settings.ServerArgs, " "))
+	fmt.Fprintf(&b, "injected with a %s ScratchVolume (tmpdir `%s` on %s), and as written (tmpdir `%s` in the container's writable layer, on %s, the filesystem of the data volume). ",
+		r.Settings.ScratchVolumeSize, vt.TmpDir, vt.FS, vd.TmpDir, vd.FS)
+	fmt.Fprintf(&b, "Runs alternate between the two; each figure is the median of %d runs.\n\n", r.Settings.RunsPerMeasurement)
+	fmt.Fprintf(&b, "- **temp**: mysqlslap, %d concurrent clients, %d queries over a %d-row table: a GROUP BY on a TEXT column (on-disk temporary table) ordered by an aggregate, and a deep page of a TEXT sort (merging filesort).\n",
+		r.Settings.SlapClients, r.Settings.SlapQueries, r.Settings.Rows)
+	fmt.Fprintf(&b, "- **mixed**: sysbench oltp_write_only (%d threads, %s, %.0f s; every commit fsyncs the redo log) while %d clients run the same queries back to back.\n\n",
+		r.Settings.SysbenchThreads, strings.Join(r.Settings.SysbenchTables, " "), r.Settings.MixedSeconds, r.Settings.MixedTempClients)
+	fmt.Fprintf(&b, "| | tmpfs | disk | tmpfs vs disk |\n|---|---:|---:|---:|\n")
+	row := func(name, unit string, tv, dv float64, higherIsBetter bool) {
+		cmp := ratio(tv, dv, higherIsBetter)
+		if unit == "MiB" && max(tv, dv) < noiseMiB {
+			cmp = "both negligible"
+		}
+		fmt.Fprintf(&b, "| %s | %.2f %s | %.2f %s | %s |\n", name, tv, unit, dv, unit, cmp)
+	}
+	row("temp: time for all queries", "s", t.TempSeconds, d.TempSeconds, false)
+	row("temp: queries/s", "", t.TempQueriesPerSecond, d.TempQueriesPerSecond, true)
+	row("temp: device writes", "MiB", t.TempDeviceWriteMiB, d.TempDeviceWriteMiB, false)
+	row("mixed: sysbench transactions/s", "", t.MixedTPS, d.MixedTPS, true)
+	row("mixed: sysbench p95 latency", "ms", t.MixedP95Millis, d.MixedP95Millis, false)
+	row("mixed: sysbench p99 latency", "ms", t.MixedP99Millis, d.MixedP99Millis, false)
+	row("mixed: temporary-table queries/s", "", t.MixedQueriesPerSec, d.MixedQueriesPerSec, true)
+	row("mixed: device writes", "MiB", t.MixedDeviceWriteMiB, d.MixedDeviceWriteMiB, false)
+	fmt.Fprintf(&b, "\nDevice writes are the whole block device's, other activity on the machine included. Every run, chart and raw figure: `%s`, `%s`.\n\n",
+		filepath.Base(pngPath), filepath.Base(jsonPath))
+	fmt.Fprintf(&b, "![MariaDB tmpdir on tmpfs vs disk](%s)\n", filepath.Base(pngPath))
+	return b.String()
+}
+
+// noiseMiB is the device write volume below which a comparison says nothing: the device is shared
+// with the rest of the machine.
+const noiseMiB = 10
+
+// ratio says how tmpfs compares with disk: "1.8x faster" style for rates, times and latencies.
+func ratio(tmpfs, disk float64, higherIsBetter bool) string {
+	if tmpfs <= 0 || disk <= 0 {
+		return "n/a"
+	}
+	f := disk / tmpfs
+	if higherIsBetter {
+		f = tmpfs / disk
+	}
+	switch {
+	case f >= 1.05:
+		return fmt.Sprintf("%.2fx better", f)
+	case f <= 1/1.05:
+		return fmt.Sprintf("%.2fx worse", 1/f)
+	}
+	return fmt.Sprintf("same (%.2fx)", f)
+}

@@ -1,0 +1,451 @@
+package mariadb
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/inject"
+	dbmysql "github.com/dbtune/scratch-operator/controllers/mysql"
+)
+
+// Bounds on a pod's start and stop. A start includes initializing a data directory; a stop is a
+// clean InnoDB shutdown of a small server.
+const (
+	startTimeout = 2 * time.Minute
+	stopTimeout  = 2 * time.Minute
+)
+
+// Pod is ordinal 0 of a StatefulSet with ScratchVolumes injected, run on a Host. Its claim
+// directories survive Stop and Start; everything else is made fresh for every start, as for a pod
+// that is deleted and created again.
+type Pod struct {
+	// Name is the pod's name, <StatefulSet>-0.
+	Name string
+	// Template is the pod template as the controller makes it. Change it before Start to run what
+	// the controller would not, such as a hand-tuned layout to compare with.
+	Template corev1.PodTemplateSpec
+	// Plans are the injection plans, one per ScratchVolume, as the controller computes them.
+	Plans []*inject.Plan
+	// ConfigMaps holds what the controller writes to each ConfigMap: name, then key, then content.
+	ConfigMaps map[string]map[string]string
+	// Container names the database container; DataDir is its data directory.
+	Container string
+	DataDir   string
+
+	host   *Host
+	claims []corev1.PersistentVolumeClaim
+	dir    string
+	index  int
+	runs   int
+
+	sandbox *exec.Cmd
+	exited  chan struct{}
+	exitErr error
+	run     *podRun
+	db      *sql.DB
+}
+
+// podRun is what one start of the pod made.
+type podRun struct {
+	dir  string
+	spec *sandboxSpec
+	db   containerSpec
+}
+
+// NewPod plans each ScratchVolume on sts exactly as the controller does and prepares the injected
+// template to run. The StatefulSet's database image must be MariaDB of this machine's major.minor.
+func (h *Host) NewPod(sts *appsv1.StatefulSet, svs ...*v1alpha1.ScratchVolume) (*Pod, error) {
+	p := &Pod{
+		Name:       sts.Name + "-0",
+		ConfigMaps: map[string]map[string]string{},
+		host:       h,
+		claims:     sts.Spec.VolumeClaimTemplates,
+	}
+	for _, sv := range svs {
+		plan, err := inject.NewPlan(sv, sts)
+		if err != nil {
+			return nil, fmt.Errorf("failed to inject ScratchVolume %s into StatefulSet %s: %w", sv.Name, sts.Name, err)
+		}
+		p.Plans = append(p.Plans, plan)
+		if plan.ConfigVolume != nil {
+			p.ConfigMaps[plan.ConfigVolume.ConfigMap.Name] = map[string]string{plan.ConfigKey: plan.ConfigData}
+		}
+	}
+	p.Template = inject.Inject(sts.Spec.Template, p.Plans)
+	profile, err := p.findDatabase()
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Server.standsInFor(profile); err != nil {
+		return nil, fmt.Errorf("StatefulSet %s: %w", sts.Name, err)
+	}
+	p.DataDir = profile.DataDir
+	p.dir = filepath.Join(h.dir, p.Name)
+	if err := h.register(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// findDatabase picks the database container the way the plans did, or by image without one.
+func (p *Pod) findDatabase() (dbmysql.Profile, error) {
+	if len(p.Plans) > 0 && p.Plans[0].Profile != nil {
+		p.Container = p.Plans[0].Container
+		return *p.Plans[0].Profile, nil
+	}
+	for _, c := range p.Template.Spec.Containers {
+		if dbmysql.IsDatabaseImage(c.Image) {
+			p.Container = c.Name
+			profile, err := dbmysql.Detect(c.Image, nil)
+			if err != nil {
+				return dbmysql.Profile{}, fmt.Errorf("container %s: %w", c.Name, err)
+			}
+			return profile, nil
+		}
+	}
+	return dbmysql.Profile{}, errors.New("the pod template has no MariaDB container")
+}
+
+// standsInFor checks that this machine's server can run in place of the profile's image.
+func (s *Server) standsInFor(p dbmysql.Profile) error {
+	v, have := p.Version, s.Version
+	if p.Flavor == v1alpha1.FlavorMariaDB && !v.Latest && v.MinorGiven && v.Major == have.Major && v.Minor == have.Minor {
+		return nil
+	}
+	image := fmt.Sprintf("%s %d.%d", p.Flavor, v.Major, v.Minor)
+	if v.Latest {
+		image = fmt.Sprintf("the newest %s", p.Flavor)
+	}
+	return fmt.Errorf("its image runs %s, but this machine's MariaDB %d.%d.%d stands in for the image: use mariadb:%d.%d",
+		image, have.Major, have.Minor, have.Patch, have.Major, have.Minor)
+}
+
+// DatabaseContainer returns the database container of Template, to change before Start.
+func (p *Pod) DatabaseContainer() *corev1.Container {
+	for i := range p.Template.Spec.Containers {
+		if p.Template.Spec.Containers[i].Name == p.Container {
+			return &p.Template.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+// Start runs the pod: fresh volumes (the tmpfs mounted anew), the init containers, the entrypoint's
+// initialization of an empty data directory, then mariadbd. It returns once the server answers on
+// its socket, or with the logs when it does not.
+func (p *Pod) Start(ctx context.Context) error {
+	if p.sandbox != nil {
+		return fmt.Errorf("pod %s is already running", p.Name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	p.runs++
+	run, err := p.prepare(filepath.Join(p.dir, strconv.Itoa(p.runs)))
+	if err != nil {
+		return fmt.Errorf("failed to prepare pod %s: %w", p.Name, err)
+	}
+	if err := p.startSandbox(run); err != nil {
+		return fmt.Errorf("failed to start pod %s: %w", p.Name, err)
+	}
+	db, err := p.waitReady(ctx)
+	if err != nil {
+		err = fmt.Errorf("pod %s did not become ready: %w%s", p.Name, err, p.diagnostics())
+		p.kill()
+		return err
+	}
+	p.db = db
+	return nil
+}
+
+func (p *Pod) prepare(dir string) (*podRun, error) {
+	spec, db, err := p.sandboxSpec(dir)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sandbox.json"), raw, 0o600); err != nil {
+		return nil, err
+	}
+	run := &podRun{dir: dir, spec: spec, db: db}
+	if err := p.linkSocket(run); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// linkSocket gives the server's socket directory a short name: a unix socket's path must fit in
+// 108 bytes, and connecting follows symbolic links.
+func (p *Pod) linkSocket(run *podRun) error {
+	sockDir, err := run.hostPath(path.Dir(SocketPath))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p.socketLink()), 0o755); err != nil {
+		return err
+	}
+	if err := os.Remove(p.socketLink()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.Symlink(sockDir, p.socketLink()); err != nil {
+		return err
+	}
+	if sock := filepath.Join(p.socketLink(), path.Base(SocketPath)); len(sock) >= len(syscall.RawSockaddrUnix{}.Path) {
+		return fmt.Errorf("the server's socket would be %s, too long a path for a unix socket: use a shorter %s", sock, DirEnv)
+	}
+	return nil
+}
+
+func (p *Pod) socketLink() string {
+	return filepath.Join(p.host.dir, "sockets", strconv.Itoa(p.index))
+}
+
+// startSandbox re-executes this binary as PID 1 of new PID and mount namespaces. The kernel kills
+// it, and with it every process of the pod, should this process die first.
+func (p *Pod) startSandbox(run *podRun) error {
+	log, err := os.Create(filepath.Join(run.dir, "sandbox.log"))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Close() }()
+	cmd := exec.Command(p.host.self)
+	cmd.Env = []string{sandboxEnv + "=" + filepath.Join(run.dir, "sandbox.json"), "PATH=" + searchPath}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:   syscall.CLONE_NEWPID,
+		Unshareflags: syscall.CLONE_NEWNS,
+		Pdeathsig:    syscall.SIGKILL,
+	}
+	// The parent-death signal fires when the forking thread ends, not the process. The Go runtime
+	// ends a thread only when a goroutine locked to it exits, which nothing here does, so in
+	// practice it fires when this process dies.
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	p.sandbox, p.run, p.exited, p.exitErr = cmd, run, make(chan struct{}), nil
+	go func(done chan struct{}) {
+		p.exitErr = cmd.Wait()
+		close(done)
+	}(p.exited)
+	return nil
+}
+
+func (p *Pod) waitReady(ctx context.Context) (*sql.DB, error) {
+	db, err := p.open()
+	if err != nil {
+		return nil, err
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := db.PingContext(pingCtx)
+		cancel()
+		if err == nil {
+			return db, nil
+		}
+		select {
+		case <-ctx.Done():
+			_ = db.Close()
+			return nil, fmt.Errorf("%w (last attempt: %w)", ctx.Err(), err)
+		case <-p.exited:
+			_ = db.Close()
+			return nil, fmt.Errorf("the sandbox exited: %w", p.exitErr)
+		case <-tick.C:
+		}
+	}
+}
+
+// open returns a pool for the server's socket, as root.
+func (p *Pod) open() (*sql.DB, error) {
+	sock, err := p.Socket()
+	if err != nil {
+		return nil, err
+	}
+	cfg := mysql.NewConfig()
+	cfg.User = "root"
+	cfg.Net = "unix"
+	cfg.Addr = sock
+	cfg.Timeout = 5 * time.Second
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(conn), nil
+}
+
+// DB is a connection pool to the running server, as root over its socket.
+func (p *Pod) DB() *sql.DB { return p.db }
+
+// Socket is the server's unix socket, as a path on this machine.
+func (p *Pod) Socket() (string, error) {
+	if p.run == nil {
+		return "", fmt.Errorf("pod %s has not started", p.Name)
+	}
+	return filepath.Join(p.socketLink(), path.Base(SocketPath)), nil
+}
+
+// Path maps a path in the running database container to one this process can open. It goes through
+// the sandbox's own view of its mounts (/proc/<pid>/root), so a path on a tmpfs volume reaches the
+// tmpfs, which exists in no other mount namespace.
+func (p *Pod) Path(containerPath string) (string, error) {
+	if !p.Running() {
+		return "", fmt.Errorf("pod %s is not running", p.Name)
+	}
+	if !filepath.IsAbs(containerPath) {
+		return "", fmt.Errorf("%q is not an absolute path", containerPath)
+	}
+	return filepath.Join(fmt.Sprintf("/proc/%d/root", p.sandbox.Process.Pid), p.run.db.Rootfs, containerPath), nil
+}
+
+// ClaimDir is the directory on this machine that stands in for the pod's PersistentVolumeClaim made
+// from the named volumeClaimTemplate. It outlives pod restarts.
+func (p *Pod) ClaimDir(claim string) string {
+	return filepath.Join(p.host.dir, "claims", claim+"-"+p.Name)
+}
+
+// Running reports whether the pod's sandbox is alive.
+func (p *Pod) Running() bool {
+	if p.sandbox == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop shuts the pod down as the kubelet would: SIGTERM to the server, a wait for its clean
+// shutdown, then the end of the sandbox and with it of the tmpfs. After ctx expires it kills.
+func (p *Pod) Stop(ctx context.Context) error {
+	if p.sandbox == nil {
+		return nil
+	}
+	if p.db != nil {
+		_ = p.db.Close()
+		p.db = nil
+	}
+	_ = p.sandbox.Process.Signal(syscall.SIGTERM)
+	var err error
+	select {
+	case <-p.exited:
+		err = p.exitErr
+	case <-ctx.Done():
+		_ = p.sandbox.Process.Kill()
+		<-p.exited
+		err = fmt.Errorf("did not stop in time and was killed: %w", ctx.Err())
+	}
+	if err != nil {
+		err = fmt.Errorf("pod %s: %w%s", p.Name, err, p.diagnostics())
+	}
+	p.sandbox = nil
+	return err
+}
+
+// Restart stops the pod and starts it again: the claim directories keep their data, the tmpfs and
+// every container's writable layer start empty.
+func (p *Pod) Restart(ctx context.Context) error {
+	stopCtx, cancel := context.WithTimeout(ctx, stopTimeout)
+	defer cancel()
+	if err := p.Stop(stopCtx); err != nil {
+		return err
+	}
+	return p.Start(ctx)
+}
+
+func (p *Pod) kill() {
+	if p.db != nil {
+		_ = p.db.Close()
+		p.db = nil
+	}
+	if p.sandbox != nil {
+		_ = p.sandbox.Process.Kill()
+		<-p.exited
+		p.sandbox = nil
+	}
+}
+
+// Log returns the output of the named container in the current (or last) run.
+func (p *Pod) Log(container string) string {
+	if p.run == nil {
+		return ""
+	}
+	raw, _ := os.ReadFile(filepath.Join(p.run.dir, "logs", container+".log"))
+	return string(raw)
+}
+
+// diagnostics is the tail of the sandbox's and the database container's output, for errors.
+func (p *Pod) diagnostics() string {
+	if p.run == nil {
+		return ""
+	}
+	sandbox, _ := os.ReadFile(filepath.Join(p.run.dir, "sandbox.log"))
+	var b strings.Builder
+	if s := strings.TrimSpace(string(sandbox)); s != "" {
+		fmt.Fprintf(&b, "\n--- sandbox ---\n%s", s)
+	}
+	for _, c := range p.run.spec.Containers {
+		if out := tail(p.Log(c.Name), 25); out != "" {
+			fmt.Fprintf(&b, "\n--- container %s ---\n%s", c.Name, out)
+		}
+	}
+	return b.String()
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// hostPath maps a path in the database container to this machine without going through the sandbox:
+// into the volume mounted deepest above it, or into the container's writable layer. Paths on a tmpfs
+// have no such mapping.
+func (r *podRun) hostPath(containerPath string) (string, error) {
+	var best *bindSpec
+	for i := range r.db.Binds {
+		b := &r.db.Binds[i]
+		if within(containerPath, b.Target) && (best == nil || len(b.Target) > len(best.Target)) {
+			best = b
+		}
+	}
+	if best == nil {
+		return filepath.Join(r.db.Rootfs, containerPath), nil
+	}
+	for _, fs := range r.spec.Tmpfs {
+		if within(best.Source, fs.Path) {
+			return "", fmt.Errorf("%s is on a tmpfs volume, which is visible only inside the pod", containerPath)
+		}
+	}
+	rel, err := filepath.Rel(best.Target, containerPath)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(best.Source, rel), nil
+}
+
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
