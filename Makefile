@@ -96,3 +96,12 @@ demo: ## Start a local control plane with the operator and the samples, show wha
 demo-down: ## Stop everything make demo started and undo its changes to this machine.
 	go build -o bin/demo ./test/demo
 	bin/demo down
+
+##@ Benchmarks
+
+.PHONY: bench
+bench: bench-mariadb ## Run every benchmark (as root); JSON and PNG results under bin/bench/.
+
+.PHONY: bench-mariadb
+bench-mariadb: ## MariaDB with tmpdir on tmpfs vs on disk, side by side (as root; needs mariadb-server, sysbench).
+	go run ./test/mariadb/bench -out bin/bench/mariadb -runs 5
