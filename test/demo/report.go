@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +28,8 @@ func (d *demo) report(ctx context.Context, r *results) {
 	d.showInjected(ctx)
 	d.showDropIn(ctx)
 	d.show(ctx, "get", "events", "-n", demoNamespace, "--field-selector", "involvedObject.kind=ScratchVolume")
+
+	d.showInsideThePod(ctx)
 
 	d.section("The node agent")
 	d.show(ctx, "get", "nodeioprofiles,readaheadpolicies", "-o", "wide")
@@ -52,6 +56,25 @@ Logs of every process: %s
 Stop everything: make demo-down
 `, d.kubeconfig(), d.binDir, scratchVolume, demoNamespace, statefulSet, demoNamespace, scratchVolume, demoNamespace,
 		demoNamespace, d.rel(filepath.Join(d.clusterDir, "logs")))
+}
+
+// showInsideThePod runs the injected pod template of the samples as real processes (kwok runs no
+// containers) and shows where MariaDB puts its temporary files. It needs root and mariadbd.
+func (d *demo) showInsideThePod(ctx context.Context) {
+	d.section("Inside the pod: the injected template run by a real MariaDB")
+	if _, err := exec.LookPath("mariadbd"); err != nil || os.Geteuid() != 0 {
+		fmt.Fprintln(d.out, "(Skipped: needs root and MariaDB — apt-get install mariadb-server — to run the injected pod template as real processes.)")
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "run", "./test/mariadb/show")
+	cmd.Dir, cmd.Env = d.root, append(os.Environ(), "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		out = append(out, []byte(err.Error())...)
+	}
+	d.showCommand([]string{"go", "run", "./test/mariadb/show"}, out)
 }
 
 func (d *demo) section(title string) {
