@@ -13,7 +13,9 @@ K8S_BINARIES ?= hack/k8s-binaries.sh
 # the rest of a control plane (controller-manager, scheduler, kwok) for the local-cluster tests.
 K8S_TEST_BINARIES ?= all
 
-GOTEST_FLAGS ?= -count=1
+# One package at a time: several suites start API servers, a control plane or MariaDB servers, and
+# two cores are shared by all of them.
+GOTEST_FLAGS ?= -count=1 -p 1 -timeout 30m
 export GOWORK = off
 
 .PHONY: all
@@ -34,8 +36,8 @@ generate: ## Generate deepcopy code for the API types.
 .PHONY: manifests
 manifests: ## Generate CRDs (config/crd/bases) and RBAC roles (config/rbac) from the code's markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./controllers/...;./node-agent/readaheadctl/..." output:rbac:artifacts:config=config/rbac
-	$(CONTROLLER_GEN) rbac:roleName=node-agent-role paths="./node-agent/agent/...;./node-agent/readaheadctl/..." output:rbac:artifacts:config=config/rbac/node-agent
+	$(CONTROLLER_GEN) rbac:roleName=dbtune-scratch-operator paths="./controllers/..." output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=dbtune-node-agent paths="./node-agent/agent/...;./node-agent/readaheadctl/..." output:rbac:artifacts:config=config/rbac/node-agent
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -54,10 +56,10 @@ lint-fix: ## Run golangci-lint and apply its fixes.
 	$(GOLANGCI_LINT) run --fix ./...
 
 .PHONY: check-generated
-check-generated: generate manifests ## Fail when generated files (deepcopy, CRDs, RBAC) are stale.
-	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
-		echo "Generated files are stale; run 'make generate manifests' and commit:"; \
-		git status --porcelain -- api config; git --no-pager diff --stat -- api config; exit 1; \
+check-generated: generate manifests docs-api ## Fail when generated files (deepcopy, CRDs, RBAC, docs/api.md) are stale.
+	@if [ -n "$$(git status --porcelain -- api config docs/api.md)" ]; then \
+		echo "Generated files are stale; run 'make generate manifests docs-api' and commit:"; \
+		git status --porcelain -- api config docs/api.md; git --no-pager diff --stat -- api config docs/api.md; exit 1; \
 	fi
 
 ##@ Test
@@ -100,8 +102,33 @@ demo-down: ## Stop everything make demo started and undo its changes to this mac
 ##@ Benchmarks
 
 .PHONY: bench
-bench: bench-mariadb ## Run every benchmark (as root); JSON and PNG results under bin/bench/.
+bench: bench-mariadb bench-probe ## Run every benchmark (as root); JSON and PNG results under bin/bench/.
 
 .PHONY: bench-mariadb
 bench-mariadb: ## MariaDB with tmpdir on tmpfs vs on disk, side by side (as root; needs mariadb-server, sysbench).
 	go run ./test/mariadb/bench -out bin/bench/mariadb -runs 5
+
+# The agent's idle cost needs an API server: the envtest binaries, when they are built (make
+# k8s-binaries); without them that one figure is reported as not measured.
+.PHONY: bench-probe
+bench-probe: ## The node agent's probes against fio, dd and hdparm, and the agent's own CPU and memory (as root; needs fio, hdparm).
+	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$($(K8S_BINARIES) --print-dir)}" go run ./test/bench/probe --out bin/bench/probe --runs 5
+
+##@ Release
+
+# The version compiled into both binaries (main.version), and the images' tag and
+# org.opencontainers.image.version label. config/ deploys the "dev" tag.
+VERSION ?= dev
+# Image names are $(IMAGE_REGISTRY)/scratch-operator and $(IMAGE_REGISTRY)/scratch-operator-node-agent.
+IMAGE_REGISTRY ?= dbtune
+PLATFORMS ?= linux/amd64,linux/arm64
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+
+.PHONY: images
+images: ## Build OCI image tarballs of the manager and node agent into bin/images, with Go alone (no Docker).
+	go -C hack/images run . -repo ../.. -out ../../bin/images -version $(VERSION) -registry $(IMAGE_REGISTRY) \
+		-platforms $(PLATFORMS) -revision "$(REVISION)"
+
+.PHONY: docs-api
+docs-api: ## Generate the API reference docs/api.md from the Go types' comments and markers.
+	go run ./hack/apidocs -out docs/api.md ./api/v1alpha1

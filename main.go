@@ -18,7 +18,7 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers"
-	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
+	"github.com/dbtune/scratch-operator/controllers/readaheadstatus"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -92,7 +92,7 @@ func run(ctx context.Context, opts options) error {
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("failed to set up the ScratchVolume controller: %w", err)
 	}
-	if err := readaheadctl.SetupPolicyStatus(mgr); err != nil {
+	if err := readaheadstatus.SetupPolicyStatus(mgr); err != nil {
 		return fmt.Errorf("failed to set up the ReadAheadPolicy status controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -15,12 +15,16 @@ import (
 	"github.com/dbtune/scratch-operator/node-agent/cmd/runcmd"
 )
 
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
 const usage = `Usage: node-agent COMMAND [options]
 
 Commands:
   run         DaemonSet mode: probe periodically and on request, publish NodeIOProfile and metrics
   probe       measure the storage of directories (node-agent probe -h for options)
   readahead   get, set or report block-device read-ahead (node-agent readahead -h)
+  version     print the version
 `
 
 func main() {
@@ -40,6 +44,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return probecmd.Run(ctx, args[1:], stdout, stderr)
 		case "readahead":
 			return readaheadcmd.Run(ctx, args[1:], stdout, stderr)
+		case "version", "--version", "-version":
+			fmt.Fprintln(stdout, "dbtune node-agent", version)
+			return 0
 		}
 	}
 	fmt.Fprint(stderr, usage)

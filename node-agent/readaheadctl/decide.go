@@ -84,7 +84,7 @@ func decide(in input) plan {
 		if !pol.DeletionTimestamp.IsZero() {
 			continue
 		}
-		ok, err := selectsNode(pol.Spec.NodeSelector, in.nodeLabels)
+		ok, err := SelectsNode(pol.Spec.NodeSelector, in.nodeLabels)
 		if err != nil {
 			p.problems = append(p.problems, problem{reason: ReasonInvalidNodeSelector, subject: policySubject(pol.Name), policy: pol.Name,
 				message: fmt.Sprintf("spec.nodeSelector is invalid (%v); fix it, the policy applies to no node until then", err)})
@@ -114,8 +114,8 @@ func byName(policies []*v1alpha1.ReadAheadPolicy) []*v1alpha1.ReadAheadPolicy {
 	return out
 }
 
-// selectsNode applies a nodeSelector; an omitted one selects every node.
-func selectsNode(sel *metav1.LabelSelector, nodeLabels map[string]string) (bool, error) {
+// SelectsNode applies a nodeSelector; an omitted one selects every node.
+func SelectsNode(sel *metav1.LabelSelector, nodeLabels map[string]string) (bool, error) {
 	if sel == nil {
 		return true, nil
 	}

@@ -347,17 +347,17 @@ func TestEntryMessageRoundTrip(t *testing.T) {
 			want: "gone; overrides ReadAheadPolicy a.b, c-d: they select this device too but rank lower (priority, then age)"},
 	}
 	for _, tt := range tests {
-		msg := entryMessage(tt.issue, tt.losers)
+		msg := EntryMessage(tt.issue, tt.losers)
 		if msg != tt.want {
-			t.Errorf("entryMessage(%q, %q) = %q, want %q", tt.issue, tt.losers, msg, tt.want)
+			t.Errorf("EntryMessage(%q, %q) = %q, want %q", tt.issue, tt.losers, msg, tt.want)
 		}
-		issue, losers := parseEntryMessage(msg)
+		issue, losers := ParseEntryMessage(msg)
 		if issue != tt.issue || !cmp.Equal(losers, tt.losers) {
-			t.Errorf("parseEntryMessage(%q) = %q, %q; want %q, %q", msg, issue, losers, tt.issue, tt.losers)
+			t.Errorf("ParseEntryMessage(%q) = %q, %q; want %q, %q", msg, issue, losers, tt.issue, tt.losers)
 		}
 	}
 	// A message that only mentions a policy is a problem, not an override.
-	if issue, losers := parseEntryMessage("see overrides ReadAheadPolicy x: no"); losers != nil || issue == "" {
+	if issue, losers := ParseEntryMessage("see overrides ReadAheadPolicy x: no"); losers != nil || issue == "" {
 		t.Errorf("a problem mentioning the prefix mid-sentence parsed as losers %q", losers)
 	}
 }

@@ -1,20 +1,19 @@
 // Package readaheadctl applies ReadAheadPolicies on one node and reports the outcome.
 //
-// Two reconcilers live here, for two different managers:
+// Setup adds the node reconciler to the node agent's manager. It has a single work item, the node,
+// queued by ReadAheadPolicy events, by label changes of its own Node, when the host's list of block
+// devices changes and every Config.ResyncPeriod. Each pass gathers the policies, the Node's labels,
+// the host's block devices and the saved originals, decides in pure functions which policy owns
+// which device and which saved devices no policy owns any more, acts through a readahead.Host and
+// readahead.Store (saving originals before the first change, repairing values changed by hand,
+// restoring originals), and reports per device in the node's NodeIOProfile (status.readAhead, and
+// the ReadAheadApplied condition, which carries every problem with its reason), with Events on the
+// Node and the dbtune_node_read_ahead_bytes gauge.
 //
-//   - Setup adds the node reconciler to the node agent's manager. It has a single work item, the
-//     node, queued by ReadAheadPolicy events, by label changes of its own Node, when the host's
-//     list of block devices changes and every Config.ResyncPeriod. Each pass gathers the
-//     policies, the Node's labels, the host's block devices and the saved originals, decides in
-//     pure functions which policy owns which device and which saved devices no policy owns any
-//     more, acts through a readahead.Host and readahead.Store (saving originals before the first
-//     change, repairing values changed by hand, restoring originals), and reports per device in
-//     the node's NodeIOProfile (status.readAhead, and the ReadAheadApplied condition, which
-//     carries every problem with its reason), with Events on the Node and the
-//     dbtune_node_read_ahead_bytes gauge.
-//   - SetupPolicyStatus adds the PolicyStatusReconciler to the operator's manager. It sums the
-//     NodeIOProfiles up into each ReadAheadPolicy's status, so that no two agents ever write the
-//     same policy.
+// Each ReadAheadPolicy's status is summed up from the NodeIOProfiles by the operator
+// (controllers/readaheadstatus), so that no two agents ever write the same policy, and so that
+// the agent's role needs no write access to policies. EntryMessage, ParseEntryMessage and
+// SelectsNode are the parts of this package that the operator shares.
 //
 // Originals are restored when a policy stops applying to a device (the policy is deleted, the
 // node no longer matches its nodeSelector, the device is no longer selected, another policy's

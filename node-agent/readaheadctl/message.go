@@ -6,17 +6,17 @@ import (
 )
 
 // A device entry in a NodeIOProfile says which policy owns the device; the policies it beat are
-// recorded at the end of the entry's message, in a fixed form that the PolicyStatusReconciler
-// reads back for their Overridden condition. Policy names are DNS subdomains, so they never hold
-// the ", " and ":" that delimit the list.
+// recorded at the end of the entry's message, in a fixed form that the operator's ReadAheadPolicy
+// status controller (controllers/readaheadstatus) reads back for their Overridden condition.
+// Policy names are DNS subdomains, so they never hold the ", " and ":" that delimit the list.
 const (
 	overridesPrefix = "overrides ReadAheadPolicy "
 	overridesSuffix = ": they select this device too but rank lower (priority, then age)"
 	messageJoin     = "; "
 )
 
-// entryMessage joins what went wrong with a device (may be empty) and the policies that lost it.
-func entryMessage(issue string, losers []string) string {
+// EntryMessage joins what went wrong with a device (may be empty) and the policies that lost it.
+func EntryMessage(issue string, losers []string) string {
 	var parts []string
 	if issue != "" {
 		parts = append(parts, issue)
@@ -27,8 +27,9 @@ func entryMessage(issue string, losers []string) string {
 	return strings.Join(parts, messageJoin)
 }
 
-// parseEntryMessage splits an entry's message into what went wrong and the policies that lost.
-func parseEntryMessage(msg string) (issue string, losers []string) {
+// ParseEntryMessage splits an entry's message into what went wrong and the policies that lost. It
+// is exported for the operator, which reads the NodeIOProfiles the agents write.
+func ParseEntryMessage(msg string) (issue string, losers []string) {
 	i := strings.LastIndex(msg, overridesPrefix)
 	if i < 0 || (i > 0 && !strings.HasSuffix(msg[:i], messageJoin)) {
 		return msg, nil

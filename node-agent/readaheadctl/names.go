@@ -24,9 +24,8 @@ const (
 	// cleared on reboot, when the kernel has forgotten every read-ahead change anyway.
 	DefaultStateDir = "/run/dbtune-node-agent"
 
-	nodeControllerName   = "readahead-node"
-	policyControllerName = "readaheadpolicy-status"
-	eventSource          = "dbtune-node-agent"
+	nodeControllerName = "readahead-node"
+	eventSource        = "dbtune-node-agent"
 )
 
 // Event reasons on the Node, predefined so that users can filter on them

@@ -80,7 +80,7 @@ func deviceStatus(p plan, d deviceResult, entries map[readahead.DeviceID]readahe
 	case d.err != nil:
 		issue = d.err.Error()
 	}
-	st.Message = entryMessage(issue, d.losers)
+	st.Message = EntryMessage(issue, d.losers)
 	return st, issue
 }
 

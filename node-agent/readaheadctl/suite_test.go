@@ -32,6 +32,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/readaheadstatus"
 	"github.com/dbtune/scratch-operator/node-agent/readahead"
 	"github.com/dbtune/scratch-operator/node-agent/readahead/readaheadtest"
 	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
@@ -69,7 +70,7 @@ func setup(t *testing.T) *testenv.Env {
 	t.Helper()
 	e := testenv.Require(t, env)
 	usersOnce.Do(func() {
-		if operatorCfg, usersErr = userWithMarkerRBAC(e, "dbtune-operator", "policystatus.go"); usersErr != nil {
+		if operatorCfg, usersErr = userWithMarkerRBAC(e, "dbtune-operator", "../../controllers/readaheadstatus/policystatus.go"); usersErr != nil {
 			return
 		}
 		agentCfg, usersErr = userWithMarkerRBAC(e, "dbtune-node-agent", "reconciler.go")
@@ -84,7 +85,7 @@ func setup(t *testing.T) *testenv.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := readaheadctl.SetupPolicyStatus(mgr); err != nil {
+	if err := readaheadstatus.SetupPolicyStatus(mgr); err != nil {
 		t.Fatal(err)
 	}
 	run(t, mgr)

@@ -1,4 +1,4 @@
-package readaheadctl
+package readaheadstatus
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
 )
 
 func node(name string, labels map[string]string) metav1.PartialObjectMetadata {
@@ -30,7 +31,7 @@ func entry(device, policy string, desired, current int64, msg string) v1alpha1.D
 
 func TestSummarizePolicy(t *testing.T) {
 	db := map[string]string{"role": "db"}
-	overridesBase := entryMessage("", []string{"base"})
+	overridesBase := readaheadctl.EntryMessage("", []string{"base"})
 	type counts struct {
 		Matched, Applied, Degraded                int32
 		AppliedCond, DegradedCond, OverriddenCond string
@@ -69,7 +70,7 @@ func TestSummarizePolicy(t *testing.T) {
 		policy: newPolicy("scan", 4096, []string{"sd?"}),
 		nodes:  []metav1.PartialObjectMetadata{node("a", nil), node("b", nil)},
 		profiles: []v1alpha1.NodeIOProfile{
-			profile("a", entry("sda", "scan", 4096, 4096, ""), entry("sdb", "scan", 4096, 128, entryMessage("permission denied", []string{"base"}))),
+			profile("a", entry("sda", "scan", 4096, 4096, ""), entry("sdb", "scan", 4096, 128, readaheadctl.EntryMessage("permission denied", []string{"base"}))),
 			profile("b", entry("sda", "scan", 4096, 4096, "")),
 		},
 		want: counts{Matched: 2, Applied: 1, Degraded: 1,

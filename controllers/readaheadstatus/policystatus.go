@@ -1,4 +1,4 @@
-package readaheadctl
+package readaheadstatus
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,12 +36,16 @@ func SetupPolicyStatus(mgr manager.Manager) error {
 	r := &PolicyStatusReconciler{Client: mgr.GetClient()}
 	all := handler.EnqueueRequestsFromMapFunc(r.allPolicies)
 	return ctrl.NewControllerManagedBy(mgr).
-		Named(policyControllerName).
+		Named(controllerName).
 		For(&v1alpha1.ReadAheadPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.NodeIOProfile{}, all, builder.WithPredicates(readAheadChanged())).
 		Watches(&corev1.Node{}, all, builder.OnlyMetadata, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(r)
 }
+
+// controllerName is the controller label of controller-runtime's metrics and logs for this
+// controller (controller_runtime_reconcile_total{controller="readaheadpolicy-status"}).
+const controllerName = "readaheadpolicy-status"
 
 // +kubebuilder:rbac:groups=dbtune.io,resources=readaheadpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=dbtune.io,resources=readaheadpolicies/status,verbs=get;update;patch
@@ -86,7 +91,7 @@ func (r *PolicyStatusReconciler) allPolicies(ctx context.Context, _ client.Objec
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
-		reqs = append(reqs, keyFor(list.Items[i].Name))
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
 	}
 	return reqs
 }

@@ -1,4 +1,4 @@
-package readaheadctl
+package readaheadstatus
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
 )
 
 // policySummary is what the NodeIOProfiles say about one policy across the matched nodes.
@@ -42,7 +43,7 @@ func summarizePolicy(p *v1alpha1.ReadAheadPolicy, nodes []metav1.PartialObjectMe
 	nodes = slices.Clone(nodes)
 	slices.SortFunc(nodes, func(a, b metav1.PartialObjectMetadata) int { return strings.Compare(a.Name, b.Name) })
 	for i := range nodes {
-		ok, err := selectsNode(p.Spec.NodeSelector, nodes[i].Labels)
+		ok, err := readaheadctl.SelectsNode(p.Spec.NodeSelector, nodes[i].Labels)
 		if err != nil {
 			s.selectorErr = err
 			return s
@@ -62,7 +63,7 @@ func (s *policySummary) addNode(policy, node string, profile *v1alpha1.NodeIOPro
 	}
 	owned, lost, applied, degraded := 0, 0, true, false
 	for _, e := range profile.Status.ReadAhead {
-		issue, losers := parseEntryMessage(e.Message)
+		issue, losers := readaheadctl.ParseEntryMessage(e.Message)
 		where := node + "/" + e.Device
 		switch {
 		case e.Policy == policy:
@@ -113,13 +114,13 @@ func (s policySummary) appliedCondition() metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionApplied, Status: metav1.ConditionFalse}
 	switch {
 	case s.selectorErr != nil:
-		c.Reason, c.Message = ReasonInvalidNodeSelector, fmt.Sprintf("spec.nodeSelector is invalid: %v", s.selectorErr)
+		c.Reason, c.Message = readaheadctl.ReasonInvalidNodeSelector, fmt.Sprintf("spec.nodeSelector is invalid: %v", s.selectorErr)
 		return c
 	case s.matched == 0:
-		c.Reason, c.Message = ReasonNoMatchingNodes, "no node matches spec.nodeSelector"
+		c.Reason, c.Message = readaheadctl.ReasonNoMatchingNodes, "no node matches spec.nodeSelector"
 		return c
 	case s.applied == s.matched:
-		c.Status, c.Reason = metav1.ConditionTrue, ReasonApplied
+		c.Status, c.Reason = metav1.ConditionTrue, readaheadctl.ReasonApplied
 		c.Message = fmt.Sprintf("every device the policy owns has its read-ahead on all %d matched %s",
 			s.matched, plural(int(s.matched), "node", "nodes"))
 		return c
@@ -134,30 +135,30 @@ func (s policySummary) appliedCondition() metav1.Condition {
 		}
 		why = append(why, fmt.Sprintf(format, listedNames(items)))
 	}
-	add(ReasonDegraded, s.problems, "degraded: %s")
-	add(ReasonOverridden, s.outranked, "other policies win every device it selects on %s")
-	add(ReasonNoDevices, s.noDevices, "it selects no device on %s (the ReadAheadApplied condition of their NodeIOProfiles says why)")
-	add(ReasonWaitingForAgent, s.waiting, "the node agent has not reported read-ahead on %s yet")
-	add(ReasonPending, s.pending, "not yet at the desired value: %s")
+	add(readaheadctl.ReasonDegraded, s.problems, "degraded: %s")
+	add(readaheadctl.ReasonOverridden, s.outranked, "other policies win every device it selects on %s")
+	add(readaheadctl.ReasonNoDevices, s.noDevices, "it selects no device on %s (the ReadAheadApplied condition of their NodeIOProfiles says why)")
+	add(readaheadctl.ReasonWaitingForAgent, s.waiting, "the node agent has not reported read-ahead on %s yet")
+	add(readaheadctl.ReasonPending, s.pending, "not yet at the desired value: %s")
 	c.Message = fmt.Sprintf("%d of %d matched nodes applied; %s", s.applied, s.matched, strings.Join(why, "; "))
 	return c
 }
 
 func (s policySummary) degradedCondition() metav1.Condition {
 	if s.degraded == 0 {
-		return metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: ReasonNoProblems,
+		return metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: readaheadctl.ReasonNoProblems,
 			Message: "no node reports a problem with a device this policy owns"}
 	}
-	return metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: ReasonDegraded,
+	return metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: readaheadctl.ReasonDegraded,
 		Message: fmt.Sprintf("%d %s could not tune every device: %s", s.degraded, plural(int(s.degraded), "node", "nodes"), listed(s.problems))}
 }
 
 func (s policySummary) overriddenCondition() metav1.Condition {
 	if len(s.lostTo) == 0 {
-		return metav1.Condition{Type: v1alpha1.ConditionOverridden, Status: metav1.ConditionFalse, Reason: ReasonNotOverridden,
+		return metav1.Condition{Type: v1alpha1.ConditionOverridden, Status: metav1.ConditionFalse, Reason: readaheadctl.ReasonNotOverridden,
 			Message: "no other policy wins a device this policy selects"}
 	}
-	return metav1.Condition{Type: v1alpha1.ConditionOverridden, Status: metav1.ConditionTrue, Reason: ReasonOverridden,
+	return metav1.Condition{Type: v1alpha1.ConditionOverridden, Status: metav1.ConditionTrue, Reason: readaheadctl.ReasonOverridden,
 		Message: listed(s.lostTo) + "; raise spec.priority to take these devices"}
 }
 

@@ -1,0 +1,271 @@
+// Command probe is the accuracy and cost benchmark of the node agent's I/O probes.
+//
+// On a tmpfs and on a disk directory it runs each probe workload and the tools people use to
+// measure the same thing by hand (fio and dd; hdparm for the raw device read, on a loop device over
+// a file on the disk; plain Go loops for small-file churn, which fio cannot express), alternately
+// and with the parameters of probe.DefaultOptions, and compares the medians: throughput must agree
+// within ±10%, fdatasync latency within ±20%. It then measures what the agent itself costs: CPU and
+// memory of `node-agent probe` with default options, and of `node-agent run` while it idles
+// against a real API server. Results go to results.json and results.png in --out, and a table to
+// stdout. Run it as root to get a private tmpfs and the raw device comparisons:
+//
+//	go run ./test/bench/probe [--tmpfs DIR] [--disk DIR] [--runs 5] [--out bin/bench/probe]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	// Canceling on a signal lets the run unmount its tmpfs and detach its loop devices.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+type config struct {
+	tmpfs, disk, out string
+	runs, costRuns   int
+	only             string
+	cost             bool
+	idle             time.Duration
+	strict           bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("probe-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.tmpfs, "tmpfs", "", "tmpfs directory (default: a private tmpfs mounted under tmp/ when root, else a directory in /dev/shm)")
+	fs.StringVar(&c.disk, "disk", "", "disk directory, not RAM-backed (default: tmp/bench-probe/disk in the repository)")
+	fs.IntVar(&c.runs, "runs", 5, "rounds of each comparison (each round runs the probe once, then each reference once); at least 3")
+	fs.StringVar(&c.out, "out", "", "output directory for results.json and results.png (default: bin/bench/probe in the repository)")
+	fs.StringVar(&c.only, "only", "", "comma-separated substrings of the series to run (for example fdatasync,cold-read); empty runs all")
+	fs.BoolVar(&c.cost, "cost", true, "also measure the agent's own CPU and memory")
+	fs.IntVar(&c.costRuns, "cost-runs", 3, "runs of node-agent probe for the cost figures")
+	fs.DurationVar(&c.idle, "idle", 20*time.Second, "how long to watch node-agent run idle after its first run")
+	fs.BoolVar(&c.strict, "strict", false, "exit with status 1 when a comparison is outside its tolerance")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if c.runs < 3 {
+		return nil, fmt.Errorf("--runs must be at least 3 for a median to mean something, got %d", c.runs)
+	}
+	if c.costRuns < 1 {
+		return nil, fmt.Errorf("--cost-runs must be at least 1, got %d", c.costRuns)
+	}
+	return c, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "probe-bench: %v\n", err)
+		}
+		return 2
+	}
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+	}
+	var cl Cleanups
+	defer func() {
+		if err := cl.Run(); err != nil {
+			logf("clean-up: %v", err)
+		}
+	}()
+	report, err := benchmark(ctx, cfg, &cl, logf)
+	if err != nil {
+		fmt.Fprintf(stderr, "probe-bench: %v\n", err)
+		return 1
+	}
+	printTable(stdout, report)
+	if cfg.strict {
+		for _, c := range report.Comparisons {
+			if !Passed(c.Verdict) {
+				return 1
+			}
+		}
+	}
+	return 0
+}
+
+func benchmark(ctx context.Context, cfg *config, cl *Cleanups, logf func(string, ...any)) (*Report, error) {
+	start := time.Now()
+	root, err := repoRoot()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.out == "" {
+		cfg.out = filepath.Join(root, "bin", "bench", "probe")
+	}
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		return nil, err
+	}
+	for _, tool := range []string{"fio", "dd"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("%s is not installed (apt-get install fio hdparm): %w", tool, err)
+		}
+	}
+	tmpfs, disk, err := prepareTargets(cfg, root, cl)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{
+		GeneratedAt: start.UTC(), Command: commandLine(os.Args[1:]), Machine: describeMachine(ctx), Rounds: cfg.runs, Method: method,
+		Tolerances: map[string]float64{string(Throughput): Throughput.Tolerance(), string(Latency): Latency.Tolerance()},
+	}
+	logf("machine: %s, %d cores, %s, kernel %s; load average %s", r.Machine.CPUModel, r.Machine.Cores,
+		formatBytes(r.Machine.MemoryBytes), r.Machine.Kernel, r.Machine.LoadAvgStart)
+	// The raw device read is a disk measurement (hdparm -t on the disk): a loop device over a tmpfs
+	// file would measure the loop driver copying memory, so only the disk target gets one.
+	diskDevice := ""
+	needLoop := cfg.cost || selected(cfg.only, "device-read/hdparm") || selected(cfg.only, "device-read/fio")
+	for _, t := range []*Target{tmpfs, disk} {
+		info, device := describeTarget(t), ""
+		switch {
+		case t != disk || !needLoop:
+		case os.Geteuid() == 0:
+			loop, err := attachLoop(ctx, t, cl)
+			if err != nil {
+				return nil, fmt.Errorf("failed to set up a loop device on %s: %w", t.Path, err)
+			}
+			info.Loop, device, diskDevice = loop, loop.Device, loop.Device
+		default:
+			r.Errors = append(r.Errors, "raw device reads not compared: loop devices and BLKFLSBUF need root")
+		}
+		r.Targets = append(r.Targets, info)
+		logf("target %s: %s (%s%s)", t.Name, t.Path, info.Provenance.FilesystemType, deviceSuffix(info))
+		for _, s := range buildSeries(t, device) {
+			if !selected(cfg.only, s.ID) {
+				continue
+			}
+			res := runSeries(ctx, s, cfg.runs, logf)
+			if res.Err != nil {
+				r.Errors = append(r.Errors, fmt.Sprintf("%s on %s: %v", s.ID, t.Name, res.Err))
+			}
+			r.Comparisons = append(r.Comparisons, comparisons(res)...)
+		}
+	}
+	if cfg.cost && ctx.Err() == nil {
+		measureCost(ctx, cfg, root, r, agentTargetArgs(tmpfs, disk, diskDevice), logf)
+	}
+	r.Machine.LoadAvgFinish = loadAverage()
+	r.DurationSeconds = time.Since(start).Seconds()
+	return r, writeOutputs(cfg.out, r, logf)
+}
+
+func prepareTargets(cfg *config, root string, cl *Cleanups) (tmpfs, disk *Target, err error) {
+	tmpfsDir, err := prepareTmpfs(cfg.tmpfs, root, cl)
+	if err != nil {
+		return nil, nil, err
+	}
+	diskDir, err := prepareDisk(cfg.disk, root, cl)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tmpfs, err = newTarget("tmpfs", tmpfsDir, cl); err != nil {
+		return nil, nil, err
+	}
+	if disk, err = newTarget("disk", diskDir, cl); err != nil {
+		return nil, nil, err
+	}
+	return tmpfs, disk, nil
+}
+
+func measureCost(ctx context.Context, cfg *config, root string, r *Report, targetArgs []string, logf func(string, ...any)) {
+	logf("building the node agent")
+	bin, err := buildAgent(ctx, root, cfg.out)
+	if err != nil {
+		r.Errors = append(r.Errors, err.Error())
+		return
+	}
+	logf("measuring node-agent probe")
+	pc, err := measureProbeCost(ctx, bin, targetArgs, cfg.costRuns, logf)
+	r.ProbeCost = pc
+	if err != nil {
+		r.Errors = append(r.Errors, err.Error())
+	}
+	logf("measuring node-agent run")
+	idle := measureIdle(ctx, bin, cfg.out, targetArgs, cfg.idle, logf)
+	r.IdleCost = &idle
+	if !idle.Measured {
+		logf("  idle not measured: %s", idle.Reason)
+	}
+}
+
+func writeOutputs(out string, r *Report, logf func(string, ...any)) error {
+	jsonPath, pngPath := filepath.Join(out, "results.json"), filepath.Join(out, "results.png")
+	if err := writeJSON(jsonPath, r); err != nil {
+		return err
+	}
+	f, err := os.Create(pngPath)
+	if err != nil {
+		return err
+	}
+	subtitle := fmt.Sprintf("%s, %d cores, %s RAM, kernel %s; ratio = probe/reference, medians of %d alternating rounds; %s",
+		r.Machine.CPUModel, r.Machine.Cores, formatBytes(r.Machine.MemoryBytes), r.Machine.Kernel, r.Rounds, r.GeneratedAt.Format(time.RFC3339))
+	if err := writeChart(f, "node-agent probes against fio, dd and hdparm", subtitle, r.Comparisons); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	logf("wrote %s and %s", jsonPath, pngPath)
+	return nil
+}
+
+// commandLine is how the benchmark was started, as a person would type it: `go run` hides the
+// path of the binary it builds, which nobody could run again.
+func commandLine(args []string) string {
+	cmd := "go run ./test/bench/probe"
+	if len(args) > 0 {
+		cmd += " " + quoteArgs(args)
+	}
+	if os.Getenv("KUBEBUILDER_ASSETS") != "" {
+		cmd = "KUBEBUILDER_ASSETS=" + os.Getenv("KUBEBUILDER_ASSETS") + " " + cmd
+	}
+	return cmd
+}
+
+func selected(only, id string) bool {
+	if only == "" {
+		return true
+	}
+	for _, s := range strings.Split(only, ",") {
+		if s = strings.TrimSpace(s); s != "" && strings.Contains(id, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func deviceSuffix(info TargetInfo) string {
+	s := ""
+	if info.Provenance.Device != "" {
+		s += " on " + info.Provenance.Device
+		if info.DeviceDriver != "" {
+			s += " (" + info.DeviceDriver + ")"
+		}
+	}
+	if info.Loop != nil {
+		s += fmt.Sprintf("; raw reads from %s over %s, direct I/O %t", info.Loop.Device, info.Loop.BackingFile, info.Loop.DirectIO)
+	}
+	return s
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is results.json.
+type Report struct {
+	GeneratedAt     time.Time    `json:"generatedAt"`
+	Command         string       `json:"command"`
+	DurationSeconds float64      `json:"durationSeconds"`
+	Machine         Machine      `json:"machine"`
+	Targets         []TargetInfo `json:"targets"`
+	Rounds          int          `json:"rounds"`
+	// Method says how the figures were taken, so that the JSON stands on its own.
+	Method      string             `json:"method"`
+	Tolerances  map[string]float64 `json:"tolerances"`
+	Comparisons []Comparison       `json:"comparisons"`
+	ProbeCost   *ProbeCost         `json:"agentProbeCost,omitempty"`
+	IdleCost    *IdleCost          `json:"agentIdleCost,omitempty"`
+	Errors      []string           `json:"errors,omitempty"`
+}
+
+const method = "For each workload and target, the probe library (called in-process with the options of " +
+	"probe.DefaultOptions for that workload) and one reference tool run alternately, probe first (ABAB...), " +
+	"on the same directory, for the given number of rounds each; the filesystem is flushed (syncfs) after " +
+	"every run, outside the timing. Figures are medians; ratio = probe median / reference median."
+
+// Comparison is one metric of one series: every sample of both sides, the medians and the verdict.
+type Comparison struct {
+	Target           string    `json:"target"`
+	Series           string    `json:"series"`
+	Workload         string    `json:"workload"`
+	Metric           string    `json:"metric"`
+	MetricLabel      string    `json:"metricLabel"`
+	Unit             string    `json:"unit"`
+	Class            Class     `json:"class"`
+	Tolerance        float64   `json:"tolerance"`
+	OursCommand      string    `json:"oursCommand"`
+	ReferenceTool    string    `json:"referenceTool"`
+	ReferenceCommand string    `json:"referenceCommand"`
+	OursSamples      []float64 `json:"oursSamples"`
+	ReferenceSamples []float64 `json:"referenceSamples"`
+	OursMedian       *float64  `json:"oursMedian"`
+	ReferenceMedian  *float64  `json:"referenceMedian"`
+	Ratio            *float64  `json:"ratio"`
+	// PairedRatioMedian is the median of the per-round ratios; the verdict uses Ratio.
+	PairedRatioMedian *float64 `json:"pairedRatioMedian"`
+	Verdict           string   `json:"verdict"`
+	Reason            string   `json:"reason"`
+	Note              string   `json:"note,omitempty"`
+	Error             string   `json:"error,omitempty"`
+}
+
+// finite returns a pointer to v, or nil for NaN and infinities, which JSON cannot carry.
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func value(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
+
+func writeJSON(path string, r *Report) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// formatValue writes a raw figure in the unit people read it in: MiB/s for bytes per second.
+func formatValue(v float64, unit string) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	switch unit {
+	case unitBytes:
+		return strconv.FormatFloat(v/(1<<20), 'f', 1, 64) + " MiB/s"
+	case unitFiles:
+		return strconv.FormatFloat(v, 'f', 0, 64) + " files/s"
+	case unitMicros:
+		return strconv.FormatFloat(v, 'f', 1, 64) + " µs"
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64) + " " + unit
+}
+
+func formatRatio(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*p, 'f', 3, 64)
+}
+
+// printTable writes the comparisons and the agent's cost for people.
+func printTable(w io.Writer, r *Report) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TARGET\tMETRIC\tPROBE\tREFERENCE\tTOOL\tRATIO\tPAIRED\tTOL\tVERDICT")
+	for _, c := range r.Comparisons {
+		verdict := c.Verdict
+		if c.Error != "" {
+			verdict += " (error: " + firstLine(c.Error) + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t±%.0f%%\t%s\n", c.Target, c.MetricLabel,
+			formatValue(value(c.OursMedian), c.Unit), formatValue(value(c.ReferenceMedian), c.Unit),
+			c.ReferenceTool, formatRatio(c.Ratio), formatRatio(c.PairedRatioMedian), c.Tolerance*100, verdict)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\nRATIO = probe median / reference median (the verdict); PAIRED = median of the per-round ratios. %d rounds each.\n", r.Rounds)
+	for _, t := range tally(r.Comparisons) {
+		fmt.Fprintf(w, "  against %-16s %d of %d within tolerance\n", t.tool+":", t.passed, t.total)
+	}
+	printCost(w, r)
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "error: %s\n", e)
+	}
+}
+
+type toolTally struct {
+	tool          string
+	passed, total int
+}
+
+// tally counts verdicts per reference tool, in the order the tools first appear.
+func tally(cs []Comparison) []toolTally {
+	var out []toolTally
+	index := map[string]int{}
+	for _, c := range cs {
+		i, ok := index[c.ReferenceTool]
+		if !ok {
+			i = len(out)
+			index[c.ReferenceTool] = i
+			out = append(out, toolTally{tool: c.ReferenceTool})
+		}
+		out[i].total++
+		if Passed(c.Verdict) {
+			out[i].passed++
+		}
+	}
+	return out
+}
+
+func printCost(w io.Writer, r *Report) {
+	if pc := r.ProbeCost; pc != nil && len(pc.Runs) > 0 {
+		fmt.Fprintf(w, "\nnode-agent probe (defaults, both targets), %d runs: median %.2f CPU s per run over %.1f s wall (%.0f%% of a core), peak RSS %s\n",
+			len(pc.Runs), pc.MedianCPUSeconds, pc.MedianWallSeconds, pc.MedianCPUPercent, formatBytes(pc.PeakRSSBytes))
+	}
+	if ic := r.IdleCost; ic != nil {
+		if !ic.Measured {
+			fmt.Fprintf(w, "node-agent run idle: not measured: %s\n", ic.Reason)
+			return
+		}
+		fmt.Fprintf(w, "node-agent run: first run published after %.1f s (%.2f CPU s, peak RSS %s); idle over %.0f s: %.2f%% of a core, RSS %s (max %s)\n",
+			ic.FirstRunSeconds, ic.FirstRunCPUSeconds, formatBytes(ic.FirstRunPeakRSSBytes), ic.IdleSeconds, ic.IdleCPUPercent,
+			formatBytes(ic.IdleMedianRSSBytes), formatBytes(ic.IdleMaxRSSBytes))
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

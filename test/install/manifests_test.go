@@ -1,0 +1,127 @@
+// Package install_test checks the installation manifests of config/ against a real API server:
+// every object of each kustomization passes server-side validation and admission, the
+// generated ClusterRoles grant what the operator and the node agent need and nothing on the list
+// of things they must never have, and the workloads hold only the privileges their features need.
+package install_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dbtune/scratch-operator/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, &env))
+}
+
+// Names the kustomizations give the installed objects.
+const (
+	installNamespace = "dbtune-system"
+	managerName      = "dbtune-scratch-operator"
+	agentName        = "dbtune-node-agent"
+)
+
+// repoPath joins parts under the repository root.
+func repoPath(t testing.TB, parts ...string) string {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(append([]string{root}, parts...)...)
+}
+
+// kustomize builds a kustomization under config/ with `kubectl kustomize`: the kustomize built
+// into kubectl is what `kubectl apply -k` runs, so it is the one whose output must be valid.
+func kustomize(t testing.TB, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	kubectl := filepath.Join(os.Getenv(testenv.AssetsEnv), "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		if testing.Short() {
+			t.Skip("kubectl is not built, and -short runs no test that needs the Kubernetes binaries")
+		}
+		testenv.SkipOrFail(t, "kubectl not found in $%s (%q): run `make k8s-binaries`", testenv.AssetsEnv, os.Getenv(testenv.AssetsEnv))
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(kubectl, "kustomize", repoPath(t, "config", dir))
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize config/%s: %v\n%s", dir, err, stderr.String())
+	}
+	objs, err := decodeAll(out)
+	if err != nil {
+		t.Fatalf("config/%s: %v", dir, err)
+	}
+	return objs
+}
+
+// decodeAll splits a multi-document YAML stream into objects.
+func decodeAll(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("failed to decode the manifests: %w", err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+// find returns the object of a kind and name, failing the test when it is missing.
+func find(t testing.TB, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("the manifests have no %s %s", kind, name)
+	return nil
+}
+
+// convert turns an unstructured object into a typed one.
+func convert[T any](t testing.TB, u *unstructured.Unstructured) *T {
+	t.Helper()
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		t.Fatalf("failed to convert %s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+	return out
+}
+
+// generatedRole reads a ClusterRole that `make manifests` wrote under config/rbac.
+func generatedRole(t testing.TB, file string) *rbacv1.ClusterRole {
+	t.Helper()
+	raw, err := os.ReadFile(repoPath(t, "config", "rbac", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(raw, role); err != nil {
+		t.Fatalf("config/rbac/%s: %v", file, err)
+	}
+	return role
+}
