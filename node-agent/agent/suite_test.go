@@ -173,29 +173,13 @@ func annotate(t *testing.T, e *testenv.Env, node, key, value string) {
 // eventually polls cond until it returns "" or timeout passes, then fails with the last reason.
 func eventually(t *testing.T, timeout time.Duration, cond func() string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		why := cond()
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %s", timeout, why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, timeout, cond)
 }
 
 // consistently fails if cond reports a problem at any point during d.
 func consistently(t *testing.T, d time.Duration, cond func() string) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if why := cond(); why != "" {
-			t.Fatalf("condition broken: %s", why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Consistently(t, d, cond)
 }
 
 // diskDir returns an empty directory on a disk filesystem.

@@ -431,30 +431,13 @@ func labelValue(m *dto.Metric, name string) string {
 // eventually polls cond until it returns "" or 30 s pass, then fails with the last reason.
 func eventually(t *testing.T, cond func() string) {
 	t.Helper()
-	const timeout = 30 * time.Second
-	deadline := time.Now().Add(timeout)
-	for {
-		why := cond()
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %s", timeout, why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, cond)
 }
 
 // consistently fails if cond reports a problem at any point during d.
 func consistently(t *testing.T, d time.Duration, cond func() string) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if why := cond(); why != "" {
-			t.Fatalf("condition broken: %s", why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Consistently(t, d, cond)
 }
 
 func ctxFor(t *testing.T) context.Context {
