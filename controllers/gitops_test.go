@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
@@ -121,12 +120,9 @@ func TestReplaceByAnotherManager(t *testing.T) {
 // its last-applied annotation), the way many GitOps pipelines and people still do.
 func TestClientSideKubectlApply(t *testing.T) {
 	e := startManager(t)
-	kubectl := filepath.Join(os.Getenv(testenv.AssetsEnv), "kubectl")
-	if _, err := os.Stat(kubectl); err != nil {
-		testenv.SkipOrFail(t, "kubectl not found in %s: run `make k8s-binaries`", os.Getenv(testenv.AssetsEnv))
-	}
+	kubectl := testenv.Kubectl(t)
 	ns := e.Namespace(t)
-	kubeconfig := adminKubeconfig(t, e)
+	kubeconfig := e.AdminKubeconfig(t, "gitops-admin")
 	manifest, err := yaml.Marshal(unstructuredSTS(t, mariadbStatefulSet(ns, "db")).Object)
 	if err != nil {
 		t.Fatal(err)
@@ -151,23 +147,6 @@ func TestClientSideKubectlApply(t *testing.T) {
 	if inject.Observed(&getSTS(t, e, ns, "db").Spec.Template).Empty() {
 		t.Fatal("kubectl apply removed the injection")
 	}
-}
-
-func adminKubeconfig(t *testing.T, e *testenv.Env) string {
-	t.Helper()
-	user, err := e.Environment().ControlPlane.AddUser(envtest.User{Name: "gitops-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // TestRolloutFollowsTheStatefulSetController plays the StatefulSet controller (envtest has none) and

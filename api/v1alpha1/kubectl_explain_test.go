@@ -1,14 +1,10 @@
 package v1alpha1_test
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
@@ -17,22 +13,9 @@ import (
 // checks that every field of the spec is listed with its description.
 func TestKubectlExplain(t *testing.T) {
 	e := testenv.Require(t, env)
-	kubectl := filepath.Join(os.Getenv(testenv.AssetsEnv), "kubectl")
-	if _, err := os.Stat(kubectl); err != nil {
-		testenv.SkipOrFail(t, "kubectl not found in %s: run `make k8s-binaries`", os.Getenv(testenv.AssetsEnv))
-	}
-	user, err := e.Environment().ControlPlane.AddUser(envtest.User{Name: "explain", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubectl := testenv.Kubectl(t)
+	kubeconfig := e.AdminKubeconfig(t, "explain")
+	var err error
 	var out []byte
 	deadline := time.Now().Add(30 * time.Second)
 	for {

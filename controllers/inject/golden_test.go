@@ -272,9 +272,6 @@ func TestInjectGolden(t *testing.T) {
 	}
 }
 
-// knownGaps are matrix cases whose layout breaks a rule below, with what goes wrong.
-var knownGaps = map[string]string{}
-
 // TestInjectGoldenLayout checks, for every case of the matrix that injects, the rules an expert
 // looks for in the golden files, so that a regenerated file cannot quietly break them: tmpdir on the
 // RAM volume; the replica load directory, the SST tmpdir and (unless Memory is chosen) innodb_tmpdir
@@ -287,9 +284,6 @@ func TestInjectGoldenLayout(t *testing.T) {
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) {
-			if gap, ok := knownGaps[c.name]; ok {
-				t.Skip(gap)
-			}
 			l := p.Layout
 			tmpl := inject.Inject(c.sts.Spec.Template, []*inject.Plan{p})
 			db := containerIn(&tmpl, p.Container)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -202,17 +201,7 @@ func diskDir(t *testing.T) string {
 // mountTmpfs mounts a tmpfs of size (a size= value) with flags, unmounted when the test ends.
 func mountTmpfs(t *testing.T, size string, flags uintptr) string {
 	t.Helper()
-	testenv.RequireRoot(t, "mount a tmpfs")
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", flags, "size="+size); err != nil {
-		testenv.SkipOrFail(t, "needs CAP_SYS_ADMIN to mount a tmpfs: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, 0); err != nil {
-			t.Errorf("failed to unmount %s: %v", dir, err)
-		}
-	})
-	return dir
+	return testenv.MountTmpfs(t, size, flags)
 }
 
 // assertEmpty fails when a run left anything in dir.

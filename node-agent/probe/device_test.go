@@ -9,16 +9,18 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // attachLoop attaches backing read-only to a free loop device with the kernel's loop ioctls and
 // detaches it when the test ends.
 func attachLoop(t *testing.T, backing string) string {
 	t.Helper()
-	requireRoot(t, "attach a loop device")
+	testenv.RequireRoot(t, "attach a loop device")
 	ctl, err := unix.Open("/dev/loop-control", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
-		skipOrFail(t, fmt.Sprintf("needs /dev/loop-control to attach a loop device (%v): run as root or in CI", err))
+		testenv.SkipOrFail(t, "needs /dev/loop-control to attach a loop device (%v): run as root or in CI", err)
 	}
 	defer closeFd(ctl)
 	bfd, err := unix.Open(backing, unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -35,7 +37,7 @@ func attachLoop(t *testing.T, backing string) string {
 		dev := fmt.Sprintf("/dev/loop%d", n)
 		lfd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC, 0)
 		if err != nil {
-			skipOrFail(t, fmt.Sprintf("cannot open %s (%v): the container needs loop device nodes", dev, err))
+			testenv.SkipOrFail(t, "cannot open %s (%v): the container needs loop device nodes", dev, err)
 		}
 		err = configureLoop(lfd, bfd)
 		if errors.Is(err, unix.EBUSY) {
@@ -67,7 +69,7 @@ func configureLoop(lfd, bfd int) error {
 }
 
 func TestDeviceReadOnLoopDevice(t *testing.T) {
-	requireRoot(t, "attach a loop device")
+	testenv.RequireRoot(t, "attach a loop device")
 	backing := filepath.Join(t.TempDir(), "disk.img")
 	data := make([]byte, 24*MiB)
 	fillRandom(data)

@@ -1,46 +1,17 @@
 package probe
 
 import (
-	"fmt"
 	"os"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
-// skipOrFail skips a test whose environment is missing, except under DBTUNE_TEST_STRICT=1 (CI),
-// where a skipped real-system test would hide a regression behind a green run.
-func skipOrFail(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("DBTUNE_TEST_STRICT") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
-func requireRoot(t *testing.T, why string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		skipOrFail(t, "needs root to "+why+": run as root or in CI")
-	}
-}
-
-// mountTmpfs mounts a fresh tmpfs of the given size (a tmpfs size= value) and unmounts it when the
-// test ends.
+// mountTmpfs mounts a fresh tmpfs of the given size, unmounted when the test ends.
 func mountTmpfs(t *testing.T, size string, flags uintptr) string {
 	t.Helper()
-	requireRoot(t, "mount tmpfs")
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", flags, "size="+size); err != nil {
-		skipOrFail(t, fmt.Sprintf("needs CAP_SYS_ADMIN to mount tmpfs (%v): run as root or in CI", err))
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, 0); err != nil {
-			t.Errorf("failed to unmount the test tmpfs %s: %v", dir, err)
-		}
-	})
-	return dir
+	return testenv.MountTmpfs(t, size, flags)
 }
 
 // diskDir returns a directory on a real disk filesystem.
@@ -56,7 +27,7 @@ func diskDir(t *testing.T) string {
 			return dir
 		}
 	}
-	skipOrFail(t, "needs a temporary directory on a disk filesystem; TMPDIR and /var/tmp are RAM-backed")
+	testenv.SkipOrFail(t, "needs a temporary directory on a disk filesystem; TMPDIR and /var/tmp are RAM-backed")
 	return ""
 }
 

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dbtune/scratch-operator/node-agent/probe"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -109,7 +110,7 @@ func TestRunTableOnTmpfsAndDisk(t *testing.T) {
 	tmpfs := mountTmpfs(t, "64m", 0)
 	disk, err := os.MkdirTemp("/var/tmp", "probecmd-test-")
 	if err != nil {
-		skipOrFail(t, "needs /var/tmp on a disk: "+err.Error())
+		testenv.SkipOrFail(t, "needs /var/tmp on a disk: %v", err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(disk) })
 	code, stdout, stderr := run(t, append([]string{"--target", tmpfs, "--target", disk}, smallFlags...)...)

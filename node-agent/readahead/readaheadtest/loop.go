@@ -16,29 +16,17 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dbtune/scratch-operator/node-agent/readahead"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
-// StrictEnv names the environment variable that turns "needs root" skips into failures, so a CI
-// job that is meant to run the real-device tests cannot pass by skipping them.
-const StrictEnv = "DBTUNE_TEST_STRICT"
-
 // RequireRoot skips the test unless it can create loop devices (root, /dev/loop-control), or
-// fails it when StrictEnv is "1".
+// fails it under the project's strict mode (testenv.StrictEnv), as in CI.
 func RequireRoot(t testing.TB) {
 	t.Helper()
-	reason := ""
-	if os.Geteuid() != 0 {
-		reason = "needs root to create loop devices"
-	} else if _, err := os.Stat("/dev/loop-control"); err != nil {
-		reason = "needs /dev/loop-control to create loop devices: " + err.Error()
+	testenv.RequireRoot(t, "create loop devices")
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		testenv.SkipOrFail(t, "needs /dev/loop-control to create loop devices: %v", err)
 	}
-	if reason == "" {
-		return
-	}
-	if os.Getenv(StrictEnv) == "1" {
-		t.Fatalf("%s (%s=1 does not allow skipping)", reason, StrictEnv)
-	}
-	t.Skip(reason)
 }
 
 // sysClassBlock lists every block device, partitions included.

@@ -41,24 +41,6 @@ func (c *Cleanups) Run() error {
 	return errors.Join(errs...)
 }
 
-// repoRoot finds the directory holding go.mod, from the working directory up.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory: run the benchmark from the repository")
-		}
-		dir = parent
-	}
-}
-
 // tmpfsSize leaves ample room for the agent's default run, which refuses to start unless twice its
 // largest file (2 × 256 MiB) is free; tmpfs only takes memory for what is written.
 const tmpfsSize = "2g"

@@ -25,6 +25,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 func main() {
@@ -107,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func benchmark(ctx context.Context, cfg *config, cl *Cleanups, logf func(string, ...any)) (*Report, error) {
 	start := time.Now()
-	root, err := repoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
