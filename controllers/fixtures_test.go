@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -140,4 +141,33 @@ func findMount(c *corev1.Container, mountPath string) *corev1.VolumeMount {
 		}
 	}
 	return nil
+}
+
+// updateSV applies mutate to the latest ScratchVolume "tmp" (every test here names its one that way)
+// and writes it, again when the controller wrote the object meanwhile (it patches status
+// concurrently, which moves the resourceVersion).
+func updateSV(t *testing.T, e *testenv.Env, ns string, mutate func(*v1alpha1.ScratchVolume)) {
+	t.Helper()
+	const name = "tmp"
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sv := getSV(t, e, ns, name)
+		mutate(sv)
+		return e.Client.Update(ctxFor(t), sv)
+	})
+	if err != nil {
+		t.Fatalf("failed to update ScratchVolume %s: %v", name, err)
+	}
+}
+
+// updateSTS is updateSV for a StatefulSet, which the controller may be writing too.
+func updateSTS(t *testing.T, e *testenv.Env, ns, name string, mutate func(*appsv1.StatefulSet)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sts := getSTS(t, e, ns, name)
+		mutate(sts)
+		return e.Client.Update(ctxFor(t), sts)
+	})
+	if err != nil {
+		t.Fatalf("failed to update StatefulSet %s: %v", name, err)
+	}
 }

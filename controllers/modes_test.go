@@ -90,11 +90,7 @@ func TestReserveAddsTheSizeToRequestAndLimitAndTakesItBack(t *testing.T) {
 	})
 	// Repeated reconciles must not add the size again.
 	writesBefore := writes.get(ns)
-	touch := getSV(t, e, ns, "tmp")
-	touch.Labels = map[string]string{"touch": "1"}
-	if err := e.Client.Update(ctxFor(t), touch); err != nil {
-		t.Fatal(err)
-	}
+	updateSV(t, e, ns, func(sv *v1alpha1.ScratchVolume) { sv.Labels = map[string]string{"touch": "1"} })
 	consistently(t, 1500*time.Millisecond, func() string {
 		if w := writes.get(ns); w != writesBefore {
 			return fmt.Sprintf("%d extra writes", w-writesBefore)

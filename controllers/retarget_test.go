@@ -22,11 +22,7 @@ func TestRetargetingRevertsTheOldTarget(t *testing.T) {
 	eventually(t, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
 	})
-	sv := getSV(t, e, ns, "tmp")
-	sv.Spec.Target.Name = "b"
-	if err := e.Client.Update(ctxFor(t), sv); err != nil {
-		t.Fatal(err)
-	}
+	updateSV(t, e, ns, func(sv *v1alpha1.ScratchVolume) { sv.Spec.Target.Name = "b" })
 	eventually(t, func() string {
 		if inject.Observed(&getSTS(t, e, ns, "b").Spec.Template).Empty() {
 			return "b not injected"

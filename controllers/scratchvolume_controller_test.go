@@ -123,11 +123,7 @@ func TestSelectorPicksUpNewStatefulSets(t *testing.T) {
 	eventually(t, func() string { return injectedCount(t, e, ns, "fleet", 2) })
 
 	// Relabelling a StatefulSet out of the selector reverts it.
-	b := getSTS(t, e, ns, "b")
-	b.Labels["tier"] = "cache"
-	if err := e.Client.Update(ctxFor(t), b); err != nil {
-		t.Fatal(err)
-	}
+	updateSTS(t, e, ns, "b", func(b *appsv1.StatefulSet) { b.Labels["tier"] = "cache" })
 	eventually(t, func() string {
 		if _, ok := getSTS(t, e, ns, "b").Spec.Template.Annotations[sv.InjectionAnnotation()]; ok {
 			return "b still carries the injection after leaving the selector"
@@ -303,16 +299,8 @@ func TestNoWritesWhenNothingChanged(t *testing.T) {
 	}
 	// Provoke reconciles: StatefulSet edits elsewhere, ScratchVolume label changes.
 	for i := range 5 {
-		sts := getSTS(t, e, ns, "db")
-		sts.Labels[fmt.Sprintf("touch-%d", i)] = "x"
-		if err := e.Client.Update(ctxFor(t), sts); err != nil {
-			t.Fatal(err)
-		}
-		sv := getSV(t, e, ns, "tmp")
-		sv.Labels = map[string]string{"touch": fmt.Sprint(i)}
-		if err := e.Client.Update(ctxFor(t), sv); err != nil {
-			t.Fatal(err)
-		}
+		updateSTS(t, e, ns, "db", func(sts *appsv1.StatefulSet) { sts.Labels[fmt.Sprintf("touch-%d", i)] = "x" })
+		updateSV(t, e, ns, func(sv *v1alpha1.ScratchVolume) { sv.Labels = map[string]string{"touch": fmt.Sprint(i)} })
 	}
 	consistently(t, 2*time.Second, func() string {
 		if n := writes.get(ns); n != settled {
@@ -331,11 +319,7 @@ func TestSizeChangeRollsThePods(t *testing.T) {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
 	})
 	hash := getSTS(t, e, ns, "db").Spec.Template.Annotations[sv.InjectionAnnotation()]
-	cur := getSV(t, e, ns, "tmp")
-	cur.Spec.Size = resource.MustParse("768Mi")
-	if err := e.Client.Update(ctxFor(t), cur); err != nil {
-		t.Fatal(err)
-	}
+	updateSV(t, e, ns, func(cur *v1alpha1.ScratchVolume) { cur.Spec.Size = resource.MustParse("768Mi") })
 	eventually(t, func() string {
 		sts := getSTS(t, e, ns, "db")
 		v := findVolume(&sts.Spec.Template.Spec, sv.VolumeName())

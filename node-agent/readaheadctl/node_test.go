@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
@@ -295,9 +296,13 @@ func TestFaultsBecomeConditionsAndTheAgentGoesOn(t *testing.T) {
 	a.eventWith(t, readaheadctl.EventFailed, corev1.EventTypeWarning, "sdb (8:16): failed to read read-ahead")
 
 	// The agent goes on with the devices it can reach.
-	latest := a.getPolicy(t, scan)
-	latest.Spec.ReadAheadKiB = 1024
-	if err := e.Client.Update(ctxFor(t), latest); err != nil {
+	// The status reconciler writes the policy too: retry on its resourceVersion.
+	var latest *v1alpha1.ReadAheadPolicy
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest = a.getPolicy(t, scan)
+		latest.Spec.ReadAheadKiB = 1024
+		return e.Client.Update(ctxFor(t), latest)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, a.values(map[string]int64{"sda": 1024}))
