@@ -195,20 +195,26 @@ type Machine struct {
 	LoadAvgStart  string            `json:"loadAverageAtStart"`
 	LoadAvgFinish string            `json:"loadAverageAtFinish,omitempty"`
 	RunAsRoot     bool              `json:"runAsRoot"`
+	// PageReporting says whether the hypervisor takes back the guest's free memory, which is why
+	// the benchmark warms memory before every run (see warmMemory).
+	PageReporting FreePageReporting `json:"freePageReporting"`
+	// WarmMemoryBytes is what was faulted in and freed before every run.
+	WarmMemoryBytes int64 `json:"warmMemoryBytes"`
 }
 
 func describeMachine(ctx context.Context) Machine {
 	var u unix.Utsname
 	_ = unix.Uname(&u)
 	m := Machine{
-		Kernel:       unix.ByteSliceToString(u.Release[:]),
-		CPUModel:     procField("/proc/cpuinfo", "model name"),
-		Cores:        runtime.NumCPU(),
-		Virtualized:  virtualization(),
-		GoVersion:    runtime.Version(),
-		Tools:        map[string]string{},
-		LoadAvgStart: loadAverage(),
-		RunAsRoot:    os.Geteuid() == 0,
+		Kernel:        unix.ByteSliceToString(u.Release[:]),
+		CPUModel:      procField("/proc/cpuinfo", "model name"),
+		Cores:         runtime.NumCPU(),
+		Virtualized:   virtualization(),
+		GoVersion:     runtime.Version(),
+		Tools:         map[string]string{},
+		LoadAvgStart:  loadAverage(),
+		RunAsRoot:     os.Geteuid() == 0,
+		PageReporting: describePageReporting(),
 	}
 	if kb, err := strconv.ParseInt(strings.TrimSuffix(procField("/proc/meminfo", "MemTotal"), " kB"), 10, 64); err == nil {
 		m.MemoryBytes = kb * 1024

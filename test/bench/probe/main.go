@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dbtune/scratch-operator/node-agent/cmd/probeflags"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
@@ -44,6 +45,7 @@ type config struct {
 	cost             bool
 	idle             time.Duration
 	strict           bool
+	warm             int64
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -58,6 +60,16 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.cost, "cost", true, "also measure the agent's own CPU and memory")
 	fs.IntVar(&c.costRuns, "cost-runs", 3, "runs of node-agent probe for the cost figures")
 	fs.DurationVar(&c.idle, "idle", 20*time.Second, "how long to watch node-agent run idle after its first run")
+	c.warm = defaultWarm()
+	fs.Func("warm-memory", "memory to fault in and free before every run, untimed, so that no run allocates from memory the hypervisor reclaimed: bytes or a quantity, 0 for none (default: 4Gi, or a quarter of the available memory if less)", func(s string) error {
+		if s == "0" {
+			c.warm = 0
+			return nil
+		}
+		n, err := probeflags.ParseBytes(s)
+		c.warm = n
+		return err
+	})
 	fs.BoolVar(&c.strict, "strict", false, "exit with status 1 when a comparison is outside its tolerance")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -132,8 +144,9 @@ func benchmark(ctx context.Context, cfg *config, cl *Cleanups, logf func(string,
 		GeneratedAt: start.UTC(), Command: commandLine(os.Args[1:]), Machine: describeMachine(ctx), Rounds: cfg.runs, Method: method,
 		Tolerances: map[string]float64{string(Throughput): Throughput.Tolerance(), string(Latency): Latency.Tolerance()},
 	}
-	logf("machine: %s, %d cores, %s, kernel %s; load average %s", r.Machine.CPUModel, r.Machine.Cores,
-		formatBytes(r.Machine.MemoryBytes), r.Machine.Kernel, r.Machine.LoadAvgStart)
+	r.Machine.WarmMemoryBytes = cfg.warm
+	logf("machine: %s, %d cores, %s, kernel %s; load average %s; free page reporting %t, warming %s before every run", r.Machine.CPUModel, r.Machine.Cores,
+		formatBytes(r.Machine.MemoryBytes), r.Machine.Kernel, r.Machine.LoadAvgStart, r.Machine.PageReporting.Active, formatBytes(cfg.warm))
 	// The raw device read is a disk measurement (hdparm -t on the disk): a loop device over a tmpfs
 	// file would measure the loop driver copying memory, so only the disk target gets one.
 	diskDevice := ""
@@ -157,7 +170,7 @@ func benchmark(ctx context.Context, cfg *config, cl *Cleanups, logf func(string,
 			if !selected(cfg.only, s.ID) {
 				continue
 			}
-			res := runSeries(ctx, s, cfg.runs, logf)
+			res := runSeries(ctx, s, cfg.runs, cfg.warm, logf)
 			if res.Err != nil {
 				r.Errors = append(r.Errors, fmt.Sprintf("%s on %s: %v", s.ID, t.Name, res.Err))
 			}
@@ -220,8 +233,8 @@ func writeOutputs(out string, r *Report, logf func(string, ...any)) error {
 	if err != nil {
 		return err
 	}
-	subtitle := fmt.Sprintf("%s, %d cores, %s RAM, kernel %s; ratio = probe/reference, medians of %d alternating rounds; %s",
-		r.Machine.CPUModel, r.Machine.Cores, formatBytes(r.Machine.MemoryBytes), r.Machine.Kernel, r.Rounds, r.GeneratedAt.Format(time.RFC3339))
+	subtitle := fmt.Sprintf("%s, %d cores, %s RAM, kernel %s; ratio = probe/reference, medians of %d alternating rounds (%d for short runs); %s",
+		r.Machine.CPUModel, r.Machine.Cores, formatBytes(r.Machine.MemoryBytes), r.Machine.Kernel, r.Rounds, r.Rounds*shortRoundsFactor, r.GeneratedAt.Format(time.RFC3339))
 	if err := writeChart(f, "node-agent probes against fio, dd and hdparm", subtitle, r.Comparisons); err != nil {
 		_ = f.Close()
 		return err

@@ -31,8 +31,12 @@ type Report struct {
 
 const method = "For each workload and target, the probe library (called in-process with the options of " +
 	"probe.DefaultOptions for that workload) and one reference tool run alternately, probe first (ABAB...), " +
-	"on the same directory, for the given number of rounds each; the filesystem is flushed (syncfs) after " +
-	"every run, outside the timing. Figures are medians; ratio = probe median / reference median."
+	"on the same directory, for the given number of rounds each, three times as many for workloads timed over " +
+	"a tenth of a second or less; the filesystem is flushed (syncfs) after every run, and before every run of " +
+	"a workload that allocates page cache inside its timing machine.warmMemoryBytes of memory are faulted in " +
+	"and freed, both outside the timing. dd is timed net of its own input: the seconds of the same dd into " +
+	"/dev/null, run just before, are subtracted (referencePrintedSamples keep what dd printed). " +
+	"Figures are medians; ratio = probe median / reference median."
 
 // Comparison is one metric of one series: every sample of both sides, the medians and the verdict.
 type Comparison struct {
@@ -49,9 +53,12 @@ type Comparison struct {
 	ReferenceCommand string    `json:"referenceCommand"`
 	OursSamples      []float64 `json:"oursSamples"`
 	ReferenceSamples []float64 `json:"referenceSamples"`
-	OursMedian       *float64  `json:"oursMedian"`
-	ReferenceMedian  *float64  `json:"referenceMedian"`
-	Ratio            *float64  `json:"ratio"`
+	// ReferencePrintedSamples are the figures the tool printed, when ReferenceSamples are corrected
+	// ones (dd, net of its own input).
+	ReferencePrintedSamples []float64 `json:"referencePrintedSamples,omitempty"`
+	OursMedian              *float64  `json:"oursMedian"`
+	ReferenceMedian         *float64  `json:"referenceMedian"`
+	Ratio                   *float64  `json:"ratio"`
 	// PairedRatioMedian is the median of the per-round ratios; the verdict uses Ratio.
 	PairedRatioMedian *float64 `json:"pairedRatioMedian"`
 	Verdict           string   `json:"verdict"`
@@ -120,7 +127,7 @@ func printTable(w io.Writer, r *Report) {
 			c.ReferenceTool, formatRatio(c.Ratio), formatRatio(c.PairedRatioMedian), c.Tolerance*100, verdict)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\nRATIO = probe median / reference median (the verdict); PAIRED = median of the per-round ratios. %d rounds each.\n", r.Rounds)
+	fmt.Fprintf(w, "\nRATIO = probe median / reference median (the verdict); PAIRED = median of the per-round ratios. %d rounds each, %d for short runs.\n", r.Rounds, r.Rounds*shortRoundsFactor)
 	for _, t := range tally(r.Comparisons) {
 		fmt.Fprintf(w, "  against %-16s %d of %d within tolerance\n", t.tool+":", t.passed, t.total)
 	}

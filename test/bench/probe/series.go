@@ -50,6 +50,23 @@ type Series struct {
 	References []Runner
 	// Note explains what the figures mean on this target when that is not obvious.
 	Note string
+	// Warm says the timed work allocates memory by the hundred megabytes (page cache, on either
+	// target), so every run is preceded by warmMemory. The other series skip it: it costs seconds.
+	Warm bool
+	// Short says a run times a tenth of a second or less, where one preempted millisecond moves a
+	// figure by percents: such a series gets shortRoundsFactor times as many rounds.
+	Short bool
+}
+
+// shortRoundsFactor multiplies the rounds of a Short series.
+const shortRoundsFactor = 3
+
+// Rounds is how many rounds the series runs when a long one runs rounds.
+func (s *Series) Rounds(rounds int) int {
+	if s.Short {
+		return rounds * shortRoundsFactor
+	}
+	return rounds
 }
 
 // SeriesResult holds every sample of a series: Refs[i] are the samples of References[i].
@@ -60,15 +77,20 @@ type SeriesResult struct {
 	Err    error
 }
 
-// runSeries runs the given number of rounds, ours first in each. Between two runs it flushes the
-// target's filesystem outside any timing, so that no run pays for the write-back another one left
-// behind.
-func runSeries(ctx context.Context, s *Series, rounds int, log func(string, ...any)) SeriesResult {
+// runSeries runs s.Rounds(rounds) rounds, ours first in each. Before every run of a Warm series it
+// warms warm bytes of memory (see warmMemory), and after every run it flushes the target's
+// filesystem, both outside any timing, so that no run pays for memory the hypervisor took back
+// while the previous one ran or for the write-back another one left behind.
+func runSeries(ctx context.Context, s *Series, rounds int, warm int64, log func(string, ...any)) SeriesResult {
 	res := SeriesResult{Series: s, Refs: make([][]Figures, len(s.References))}
 	runners := append([]*Runner{&s.Ours}, pointers(s.References)...)
+	if !s.Warm {
+		warm = 0
+	}
+	rounds = s.Rounds(rounds)
 	for i := range rounds {
 		for j, r := range runners {
-			f, err := runOnce(ctx, s, r)
+			f, err := runOnce(ctx, s, r, warm)
 			if err != nil {
 				res.Err = fmt.Errorf("round %d, %s: %w", i+1, r.Tool, err)
 				return res
@@ -84,8 +106,11 @@ func runSeries(ctx context.Context, s *Series, rounds int, log func(string, ...a
 	return res
 }
 
-func runOnce(ctx context.Context, s *Series, r *Runner) (Figures, error) {
+func runOnce(ctx context.Context, s *Series, r *Runner, warm int64) (Figures, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := warmMemory(warm); err != nil {
 		return nil, err
 	}
 	f, err := r.Run(ctx)
@@ -134,20 +159,21 @@ func comparisons(r SeriesResult) []Comparison {
 	for j, ref := range s.References {
 		for _, m := range s.Metrics {
 			if provides(ref, m.ID) {
-				out = append(out, compare(r, m, ref, pick(r.Refs[j], m.ID)))
+				out = append(out, compare(r, m, ref, r.Refs[j]))
 			}
 		}
 	}
 	return out
 }
 
-func compare(r SeriesResult, m Metric, ref Runner, refSamples []float64) Comparison {
+func compare(r SeriesResult, m Metric, ref Runner, refRuns []Figures) Comparison {
 	s := r.Series
 	c := Comparison{
 		Target: s.Target.Name, Series: s.ID, Workload: s.Workload,
 		Metric: m.ID, MetricLabel: m.Label, Unit: m.Unit, Class: m.Class, Tolerance: m.Class.Tolerance(),
 		OursCommand: s.Ours.Command, ReferenceTool: ref.Tool, ReferenceCommand: ref.Command,
-		OursSamples: pick(r.Ours, m.ID), ReferenceSamples: refSamples, Note: s.Note,
+		OursSamples: pick(r.Ours, m.ID), ReferenceSamples: pick(refRuns, m.ID),
+		ReferencePrintedSamples: pick(refRuns, rawKey(m.ID)), Note: s.Note,
 	}
 	if r.Err != nil {
 		c.Error = r.Err.Error()

@@ -30,6 +30,7 @@ const (
 func buildSeries(t *Target, device string) []*Series {
 	d := probe.DefaultOptions()
 	work := t.RefDir
+	onTmpfs := t.Kind == probe.KindTmpfs
 	seqFile, directFile, readFile, fsyncFile := filepath.Join(work, "seq"), filepath.Join(work, "direct"),
 		filepath.Join(work, "read"), filepath.Join(work, "fdatasync")
 	seqBuffered := Metric{ID: mSeqBuffered, Label: "sequential write " + size(d.SeqWriteBytes) + " bs " + size(d.SeqWriteBlockBytes) + ", buffered", Unit: unitBytes, Class: Throughput}
@@ -47,21 +48,23 @@ func buildSeries(t *Target, device string) []*Series {
 	seqCount := itoa(d.SeqWriteBytes / d.SeqWriteBlockBytes)
 	directCount := itoa(d.DirectWriteBytes / d.DirectWriteBlockBytes)
 	ss := []*Series{
-		{ID: "seq-write/fio", Workload: "sequential write", Metrics: []Metric{seqBuffered, seqSynced}, Ours: oursSequential(t),
+		{ID: "seq-write/fio", Workload: "sequential write", Metrics: []Metric{seqBuffered, seqSynced}, Ours: oursSequential(t), Warm: true,
 			References: []Runner{
 				fioRunner(seqFile, seqJob(), []string{mSeqBuffered}, fioWrite(mSeqBuffered)),
 				fioRunner(seqFile, seqJob("--end_fsync=1"), []string{mSeqFdatasync}, fioWrite(mSeqFdatasync)),
 			}},
-		{ID: "seq-write/dd", Workload: "sequential write", Metrics: []Metric{seqBuffered, seqSynced}, Ours: oursSequential(t),
+		{ID: "seq-write/dd", Workload: "sequential write", Metrics: []Metric{seqBuffered, seqSynced}, Ours: oursSequential(t), Warm: true,
 			References: []Runner{
 				ddRunner(seqFile, mSeqBuffered, "bs="+size(d.SeqWriteBlockBytes), "count="+seqCount),
 				ddRunner(seqFile, mSeqFdatasync, "bs="+size(d.SeqWriteBlockBytes), "count="+seqCount, "conv=fdatasync"),
 			}},
-		{ID: "direct-write/fio", Workload: "O_DIRECT write", Metrics: []Metric{direct}, Ours: oursDirect(t),
+		{ID: "direct-write/fio", Workload: "O_DIRECT write", Metrics: []Metric{direct}, Ours: oursDirect(t), Short: true,
 			References: []Runner{fioRunner(directFile, directJob, []string{mDirect}, fioWrite(mDirect))}},
-		{ID: "direct-write/dd", Workload: "O_DIRECT write", Metrics: []Metric{direct}, Ours: oursDirect(t),
+		{ID: "direct-write/dd", Workload: "O_DIRECT write", Metrics: []Metric{direct}, Ours: oursDirect(t), Short: true,
 			References: []Runner{ddRunner(directFile, mDirect, "bs="+size(d.DirectWriteBlockBytes), "count="+directCount, "oflag=direct")}},
-		{ID: "cold-read/fio", Workload: "cold sequential read", Ours: oursColdRead(t),
+		// Reading a disk fills the page cache; reading tmpfs is a memory copy that allocates
+		// nothing and takes a tenth of a second.
+		{ID: "cold-read/fio", Workload: "cold sequential read", Ours: oursColdRead(t), Warm: !onTmpfs, Short: onTmpfs,
 			Metrics: []Metric{{ID: mColdRead, Label: "cold read " + size(d.SeqWriteBytes) + " bs " + size(d.ColdReadBlockBytes), Unit: unitBytes, Class: Throughput}},
 			References: []Runner{fioRunner(readFile, []string{"--rw=read", "--bs=" + size(d.ColdReadBlockBytes), "--size=" + size(d.SeqWriteBytes),
 				"--invalidate=1", "--fadvise_hint=0", "--runtime=" + seconds(d.ColdReadMaxDuration)}, []string{mColdRead}, fioRead(mColdRead))},
@@ -73,15 +76,18 @@ func buildSeries(t *Target, device string) []*Series {
 			{ID: churnMetric(c, "create"), Label: churnLabel(c) + ": create+write+close", Unit: unitFiles, Class: Throughput},
 			{ID: churnMetric(c, "read-unlink"), Label: churnLabel(c) + ": open+read+close+unlink", Unit: unitFiles, Class: Throughput},
 		}
+		// A pass takes tens of milliseconds; only files adding up to the size of the sequential
+		// write allocate enough to need warm memory.
+		warm := c.FileBytes*int64(c.Files) >= d.SeqWriteBytes/4
 		ss = append(ss,
 			&Series{ID: "churn-" + itoa(c.FileBytes) + "/go-syscall-loop", Workload: "small-file churn", Ours: oursChurn(t, c),
-				Metrics: metrics, References: []Runner{syscallLoopRunner(work, c, d.ChurnMaxDuration, readBuf)}},
+				Metrics: metrics, References: []Runner{syscallLoopRunner(work, c, d.ChurnMaxDuration, readBuf)}, Warm: warm, Short: true},
 			&Series{ID: "churn-" + itoa(c.FileBytes) + "/go-os-loop", Workload: "small-file churn", Ours: oursChurn(t, c),
-				Metrics: metrics, References: []Runner{osLoopRunner(work, c, d.ChurnMaxDuration, readBuf)}},
+				Metrics: metrics, References: []Runner{osLoopRunner(work, c, d.ChurnMaxDuration, readBuf)}, Warm: warm, Short: true},
 		)
 	}
 	ss = append(ss, &Series{
-		ID: "fdatasync/fio", Workload: "fdatasync latency", Ours: oursFdatasync(t),
+		ID: "fdatasync/fio", Workload: "fdatasync latency", Ours: oursFdatasync(t), Short: true,
 		Metrics: []Metric{
 			{ID: mFsyncP50, Label: "fdatasync after " + itoa(d.FsyncWriteBytes) + "-byte writes, p50", Unit: unitMicros, Class: Latency, Resolution: 1},
 			{ID: mFsyncP99, Label: "fdatasync after " + itoa(d.FsyncWriteBytes) + "-byte writes, p99", Unit: unitMicros, Class: Latency, Resolution: 1},
@@ -93,9 +99,9 @@ func buildSeries(t *Target, device string) []*Series {
 	if device != "" {
 		dev := Metric{ID: mDevice, Label: "device read bs " + size(d.DeviceReadBlockBytes) + " (loop over a file)", Unit: unitBytes, Class: Throughput}
 		ss = append(ss,
-			&Series{ID: "device-read/hdparm", Workload: "raw device read", Metrics: []Metric{dev}, Ours: withHdparmPreamble(oursDevice(t, device)),
+			&Series{ID: "device-read/hdparm", Workload: "raw device read", Metrics: []Metric{dev}, Ours: withHdparmPreamble(oursDevice(t, device)), Warm: true,
 				References: []Runner{hdparmRunner(device)}},
-			&Series{ID: "device-read/fio", Workload: "raw device read", Metrics: []Metric{dev}, Ours: oursDevice(t, device),
+			&Series{ID: "device-read/fio", Workload: "raw device read", Metrics: []Metric{dev}, Ours: oursDevice(t, device), Warm: true,
 				References: []Runner{fioRunner(device, []string{"--readonly", "--rw=read", "--bs=" + size(d.DeviceReadBlockBytes),
 					"--invalidate=1", "--fadvise_hint=0", "--runtime=" + seconds(d.DeviceReadDuration)}, []string{mDevice}, fioRead(mDevice))}},
 		)
