@@ -178,7 +178,11 @@ func probeOnce(ctx context.Context, bin string, args []string) (ProbeRun, error)
 	if err != nil {
 		return ProbeRun{}, fmt.Errorf("%w: %s", err, errOut.String())
 	}
-	// The kernel's own accounting at exit is exact; the samples show how it evolved.
+	// The kernel's CPU accounting at exit is exact. Its peak RSS (ru_maxrss) is not the agent's
+	// own: Go starts a child with vfork semantics, so until exec the child runs in this process's
+	// memory, and exec carries that memory's high-water mark into the child's maxrss, which after
+	// a 4 GiB warm-up is 4 GiB. The peak comes from the agent's own VmHWM instead, which is
+	// monotonic, so the last sample (at most sampleInterval before exit) holds it.
 	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	if !ok {
 		return ProbeRun{}, errors.New("no resource usage for the finished process")
@@ -190,10 +194,18 @@ func probeOnce(ctx context.Context, bin string, args []string) (ProbeRun, error)
 	return ProbeRun{
 		WallSeconds:     wall.Seconds(),
 		CPUSeconds:      time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(),
-		PeakRSSBytes:    ru.Maxrss * 1024,
+		PeakRSSBytes:    peakHWM(samples),
 		ProbeDurationMs: res.DurationMilliseconds,
 		Samples:         samples,
 	}, nil
+}
+
+func peakHWM(samples []Sample) int64 {
+	var peak int64
+	for _, s := range samples {
+		peak = max(peak, s.HWMBytes)
+	}
+	return peak
 }
 
 // IdleCost is the cost of `node-agent run` against a real API server: during its first run

@@ -129,6 +129,10 @@ func printTable(w io.Writer, r *Report) {
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nRATIO = probe median / reference median (the verdict); PAIRED = median of the per-round ratios. %d rounds each, %d for short runs.\n", r.Rounds, r.Rounds*shortRoundsFactor)
 	for _, t := range tally(r.Comparisons) {
+		if t.total == 0 {
+			fmt.Fprintf(w, "  against %-16s shown for context, no verdict\n", t.tool+":")
+			continue
+		}
 		fmt.Fprintf(w, "  against %-16s %d of %d within tolerance\n", t.tool+":", t.passed, t.total)
 	}
 	printCost(w, r)
@@ -152,6 +156,9 @@ func tally(cs []Comparison) []toolTally {
 			i = len(out)
 			index[c.ReferenceTool] = i
 			out = append(out, toolTally{tool: c.ReferenceTool})
+		}
+		if c.Verdict == ForContext {
+			continue
 		}
 		out[i].total++
 		if Passed(c.Verdict) {

@@ -34,6 +34,9 @@ type Runner struct {
 	// Provides lists the metric IDs a reference reports.
 	Provides []string
 	Run      func(ctx context.Context) (Figures, error)
+	// ForContext, when set, says why this reference is not held to the tolerance: it does more
+	// work than the probe on purpose. Its comparisons get the verdict ForContext.
+	ForContext string
 }
 
 // Series is one workload on one target, measured by ours and by reference runs in alternation:
@@ -182,6 +185,9 @@ func compare(r SeriesResult, m Metric, ref Runner, refRuns []Figures) Comparison
 	c.OursMedian, c.ReferenceMedian, c.Ratio = finite(ours), finite(reference), finite(Ratio(ours, reference))
 	c.PairedRatioMedian = finite(Median(PairedRatios(c.OursSamples, c.ReferenceSamples)))
 	c.Verdict, c.Reason = Judge(m.Class, ours, reference, m.Resolution)
+	if ref.ForContext != "" && c.Verdict != NotMeasured {
+		c.Verdict, c.Reason = ForContext, ref.ForContext
+	}
 	return c
 }
 

@@ -2,9 +2,13 @@ package main
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/dbtune/scratch-operator/node-agent/probe"
 )
 
 // One run of ours feeds every reference of its series; each reference is compared only on the
@@ -60,5 +64,30 @@ func TestComparisonsOfAnAbortedSeriesCarryTheError(t *testing.T) {
 	cs := comparisons(SeriesResult{Series: s, Ours: []Figures{{mFsyncP99: 1}}, Refs: [][]Figures{nil}, Err: errors.New("fio failed")})
 	if len(cs) != 1 || cs[0].Verdict != NotMeasured || cs[0].Error != "fio failed" || cs[0].Ratio != nil {
 		t.Errorf("comparisons = %+v, want one unmeasured comparison carrying the error", cs)
+	}
+}
+
+// A reference shown for context gets no verdict and is not counted, however far off it is; the
+// same figures against a real reference fail.
+func TestContextReferencesAreNotJudged(t *testing.T) {
+	m := Metric{ID: "churn-5000-create", Unit: unitFiles, Class: Throughput}
+	for _, tc := range []struct {
+		context, want string
+	}{{"", Fail}, {"does more work", ForContext}} {
+		s := &Series{
+			ID: "churn-5000/go-os-loop", Target: &Target{Name: "tmpfs"}, Metrics: []Metric{m},
+			References: []Runner{{Tool: "go-os-loop", Provides: []string{m.ID}, ForContext: tc.context}},
+		}
+		cs := comparisons(SeriesResult{Series: s, Ours: []Figures{{m.ID: 140}}, Refs: [][]Figures{{{m.ID: 100}}}})
+		if len(cs) != 1 || cs[0].Verdict != tc.want {
+			t.Fatalf("context %q: comparisons = %+v, want one with verdict %q", tc.context, cs, tc.want)
+		}
+		tl := tally(cs)
+		if wantTotal := map[bool]int{true: 0, false: 1}[tc.context != ""]; len(tl) != 1 || tl[0].total != wantTotal {
+			t.Errorf("context %q: tally = %+v, want %d judged", tc.context, tl, wantTotal)
+		}
+	}
+	if !strings.Contains(osLoopRunner("/d", probe.ChurnSize{FileBytes: 5000, Files: 2}, time.Second, 4096).ForContext, "os package") {
+		t.Error("the os loop is not marked as shown for context")
 	}
 }

@@ -31,6 +31,9 @@ const (
 	Fail         = "fail"
 	NotMeasured  = "not measured"
 	WithinUnitOf = "pass (within resolution)"
+	// ForContext marks a comparison with a program that does more than the probe on purpose, to
+	// show what that costs; it has no verdict.
+	ForContext = "context"
 )
 
 // Median returns the median of xs (the mean of the middle two for an even count), or NaN when xs is
