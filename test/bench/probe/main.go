@@ -46,6 +46,7 @@ type config struct {
 	idle             time.Duration
 	strict           bool
 	warm             int64
+	raiseOrder       bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -70,6 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		c.warm = n
 		return err
 	})
+	fs.BoolVar(&c.raiseOrder, "raise-reporting-order", true, "as root on a machine with free page reporting, raise page_reporting_order to the largest order while the benchmark runs (restored at the end)")
 	fs.BoolVar(&c.strict, "strict", false, "exit with status 1 when a comparison is outside its tolerance")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -145,8 +147,14 @@ func benchmark(ctx context.Context, cfg *config, cl *Cleanups, logf func(string,
 		Tolerances: map[string]float64{string(Throughput): Throughput.Tolerance(), string(Latency): Latency.Tolerance()},
 	}
 	r.Machine.WarmMemoryBytes = cfg.warm
-	logf("machine: %s, %d cores, %s, kernel %s; load average %s; free page reporting %t, warming %s before every run", r.Machine.CPUModel, r.Machine.Cores,
-		formatBytes(r.Machine.MemoryBytes), r.Machine.Kernel, r.Machine.LoadAvgStart, r.Machine.PageReporting.Active, formatBytes(cfg.warm))
+	if cfg.raiseOrder && r.Machine.PageReporting.Active && os.Geteuid() == 0 {
+		if r.Machine.PageReporting.OrderDuringRun, err = raiseReportingOrder(cl); err != nil {
+			return nil, err
+		}
+	}
+	logf("machine: %s, %d cores, %s, kernel %s; load average %s; free page reporting %t (order during the run: %s), warming %s before runs that fill the page cache",
+		r.Machine.CPUModel, r.Machine.Cores, formatBytes(r.Machine.MemoryBytes), r.Machine.Kernel, r.Machine.LoadAvgStart,
+		r.Machine.PageReporting.Active, orDash(r.Machine.PageReporting.OrderDuringRun), formatBytes(cfg.warm))
 	// The raw device read is a disk measurement (hdparm -t on the disk): a loop device over a tmpfs
 	// file would measure the loop driver copying memory, so only the disk target gets one.
 	diskDevice := ""
@@ -281,6 +289,13 @@ func deviceSuffix(info TargetInfo) string {
 	}
 	if info.Loop != nil {
 		s += fmt.Sprintf("; raw reads from %s over %s, direct I/O %t", info.Loop.Device, info.Loop.BackingFile, info.Loop.DirectIO)
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "unchanged"
 	}
 	return s
 }
