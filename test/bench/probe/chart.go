@@ -205,7 +205,7 @@ func drawPair(img *image.RGBA, gx, top, baseline int, largest float64, c Compari
 	}
 	summary := "ratio " + formatRatio(c.Ratio) + " " + strings.ToUpper(strings.Fields(c.Verdict)[0])
 	if c.Verdict == ForContext {
-		summary, verdictColor = "ratio "+formatRatio(c.Ratio)+" (context)", colMuted
+		summary, verdictColor = formatRatio(c.Ratio)+" context", colMuted
 	}
 	if c.Verdict == NotMeasured {
 		summary, verdictColor = "not measured", colMuted

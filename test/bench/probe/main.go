@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -47,6 +48,7 @@ type config struct {
 	strict           bool
 	warm             int64
 	raiseOrder       bool
+	replot           string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -72,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return err
 	})
 	fs.BoolVar(&c.raiseOrder, "raise-reporting-order", true, "as root on a machine with free page reporting, raise page_reporting_order to the largest order while the benchmark runs (restored at the end)")
+	fs.StringVar(&c.replot, "replot", "", "draw the chart and print the table of an existing results.json instead of measuring")
 	fs.BoolVar(&c.strict, "strict", false, "exit with status 1 when a comparison is outside its tolerance")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -105,7 +108,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			logf("clean-up: %v", err)
 		}
 	}()
-	report, err := benchmark(ctx, cfg, &cl, logf)
+	var report *Report
+	if cfg.replot != "" {
+		report, err = replot(cfg, logf)
+	} else {
+		report, err = benchmark(ctx, cfg, &cl, logf)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "probe-bench: %v\n", err)
 		return 1
@@ -191,6 +199,25 @@ func benchmark(ctx context.Context, cfg *config, cl *Cleanups, logf func(string,
 	r.Machine.LoadAvgFinish = loadAverage()
 	r.DurationSeconds = time.Since(start).Seconds()
 	return r, writeOutputs(cfg.out, r, logf)
+}
+
+// replot reads a results.json and writes its chart (and the JSON, unchanged in content) to --out.
+func replot(cfg *config, logf func(string, ...any)) (*Report, error) {
+	b, err := os.ReadFile(cfg.replot)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("failed to parse %s: %w", cfg.replot, err)
+	}
+	if cfg.out == "" {
+		cfg.out = filepath.Dir(cfg.replot)
+	}
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		return nil, err
+	}
+	return &r, writeOutputs(cfg.out, &r, logf)
 }
 
 func prepareTargets(cfg *config, root string, cl *Cleanups) (tmpfs, disk *Target, err error) {
