@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -121,8 +123,11 @@ func warmMemory(size int64) error {
 func raiseReportingOrder(cl *Cleanups) (string, error) {
 	path := filepath.Join(pageReportingDir, "page_reporting_order")
 	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil // a kernel without free page reporting
+	}
 	if err != nil {
-		return "", nil
+		return "", err
 	}
 	original := strings.TrimSpace(string(b))
 	orders, err := buddyOrders("/proc/buddyinfo")
