@@ -12,9 +12,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -112,16 +114,45 @@ func convert[T any](t testing.TB, u *unstructured.Unstructured) *T {
 	return out
 }
 
-// generatedRole reads a ClusterRole that `make manifests` wrote under config/rbac.
+// generatedRole reads the ClusterRole that `make manifests` wrote under config/rbac.
 func generatedRole(t testing.TB, file string) *rbacv1.ClusterRole {
+	t.Helper()
+	cluster, _ := generatedRoles(t, file)
+	return cluster
+}
+
+// generatedRoles reads both documents `make manifests` writes under config/rbac: the ClusterRole
+// and the Role that holds the rules of namespace-scoped markers (Leases, in the install
+// namespace). Each must be present exactly once.
+func generatedRoles(t testing.TB, file string) (*rbacv1.ClusterRole, *rbacv1.Role) {
 	t.Helper()
 	raw, err := os.ReadFile(repoPath(t, "config", "rbac", file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.UnmarshalStrict(raw, role); err != nil {
-		t.Fatalf("config/rbac/%s: %v", file, err)
+	var cluster *rbacv1.ClusterRole
+	var role *rbacv1.Role
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("config/rbac/%s: %v", file, err)
+		}
+		switch {
+		case meta.Kind == "ClusterRole" && cluster == nil:
+			cluster = &rbacv1.ClusterRole{}
+			err = yaml.UnmarshalStrict([]byte(doc), cluster)
+		case meta.Kind == "Role" && role == nil:
+			role = &rbacv1.Role{}
+			err = yaml.UnmarshalStrict([]byte(doc), role)
+		default:
+			t.Fatalf("config/rbac/%s: unexpected document of kind %q", file, meta.Kind)
+		}
+		if err != nil {
+			t.Fatalf("config/rbac/%s: %v", file, err)
+		}
 	}
-	return role
+	if cluster == nil || role == nil {
+		t.Fatalf("config/rbac/%s: want a ClusterRole and a Role, got ClusterRole %t, Role %t", file, cluster != nil, role != nil)
+	}
+	return cluster, role
 }

@@ -193,25 +193,48 @@ func checkProbeTmpfs(t *testing.T, pod corev1.PodSpec, c corev1.Container) {
 }
 
 // checkBinding: the ServiceAccount a workload runs as is bound to a ClusterRole of the build
-// whose rules are those `make manifests` generated.
+// whose rules are those `make manifests` generated, and, in the install namespace, to the Role
+// that holds its Lease rules.
 func checkBinding(t *testing.T, objs []*unstructured.Unstructured, sa, roleFile string) {
 	t.Helper()
-	want := generatedRole(t, roleFile)
+	want, wantRole := generatedRoles(t, roleFile)
 	find(t, objs, "ServiceAccount", sa)
 	role := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", want.Name))
 	if diff := cmp.Diff(want.Rules, role.Rules); diff != "" {
 		t.Errorf("ClusterRole %s differs from config/rbac/%s (-generated +built):\n%s", want.Name, roleFile, diff)
 	}
+	nsRole := convert[rbacv1.Role](t, find(t, objs, "Role", wantRole.Name))
+	if diff := cmp.Diff(wantRole.Rules, nsRole.Rules); diff != "" {
+		t.Errorf("Role %s differs from config/rbac/%s (-generated +built):\n%s", wantRole.Name, roleFile, diff)
+	}
+	if nsRole.Namespace != installNamespace {
+		t.Errorf("Role %s is in namespace %q, want %q", nsRole.Name, nsRole.Namespace, installNamespace)
+	}
+	if !bound(t, objs, "ClusterRoleBinding", "ClusterRole", want.Name, sa) {
+		t.Errorf("no ClusterRoleBinding binds ClusterRole %s to ServiceAccount %s/%s", want.Name, installNamespace, sa)
+	}
+	if !bound(t, objs, "RoleBinding", "Role", wantRole.Name, sa) {
+		t.Errorf("no RoleBinding in %s binds Role %s to ServiceAccount %s/%s", installNamespace, wantRole.Name, installNamespace, sa)
+	}
+}
+
+// bound reports whether a binding of the given kind ties roleKind/roleName to the ServiceAccount
+// sa of the install namespace; a RoleBinding must also be in that namespace.
+func bound(t *testing.T, objs []*unstructured.Unstructured, kind, roleKind, roleName, sa string) bool {
+	t.Helper()
 	for _, o := range objs {
-		if o.GetKind() != "ClusterRoleBinding" {
+		if o.GetKind() != kind || (kind == "RoleBinding" && o.GetNamespace() != installNamespace) {
 			continue
 		}
-		b := convert[rbacv1.ClusterRoleBinding](t, o)
+		b := convert[rbacv1.RoleBinding](t, o)
+		if b.RoleRef.Kind != roleKind || b.RoleRef.Name != roleName {
+			continue
+		}
 		for _, s := range b.Subjects {
-			if s.Kind == rbacv1.ServiceAccountKind && s.Name == sa && s.Namespace == installNamespace && b.RoleRef.Name == want.Name {
-				return
+			if s.Kind == rbacv1.ServiceAccountKind && s.Name == sa && s.Namespace == installNamespace {
+				return true
 			}
 		}
 	}
-	t.Errorf("no ClusterRoleBinding binds ClusterRole %s to ServiceAccount %s/%s", want.Name, installNamespace, sa)
+	return false
 }

@@ -28,7 +28,9 @@ type access struct {
 	verb, group, resource, subresource string
 	// namespaced requests go to the test's namespace; the others are cluster-wide.
 	namespaced bool
-	allowed    bool
+	// elsewhere sends a namespaced request to another namespace than the test's.
+	elsewhere bool
+	allowed   bool
 }
 
 func (a access) String() string {
@@ -53,8 +55,16 @@ func TestGeneratedRolesAreNarrow(t *testing.T) {
 		{"serviceaccounts/token", "neither binary mints tokens"},
 	}
 	for _, file := range []string{"role.yaml", "node-agent/role.yaml"} {
-		role := generatedRole(t, file)
-		for _, rule := range role.Rules {
+		cluster, namespaced := generatedRoles(t, file)
+		for _, rule := range cluster.Rules {
+			if slices.Contains(rule.Resources, "leases") {
+				t.Errorf("%s: the ClusterRole grants Leases in every namespace (%v); they belong in the Role of the install namespace", file, rule)
+			}
+		}
+		if namespaced.Namespace != "dbtune-system" {
+			t.Errorf("%s: the Role is in namespace %q, want dbtune-system", file, namespaced.Namespace)
+		}
+		for _, rule := range append(cluster.Rules, namespaced.Rules...) {
 			for _, field := range [][]string{rule.Verbs, rule.Resources, rule.APIGroups, rule.NonResourceURLs} {
 				if slices.Contains(field, "*") {
 					t.Errorf("%s: rule %v has a wildcard", file, rule)
@@ -80,8 +90,8 @@ func TestGeneratedRolesAreNarrow(t *testing.T) {
 func TestLeastPrivilege(t *testing.T) {
 	e := testenv.Require(t, env)
 	ns := e.Namespace(t)
-	manager := bindServiceAccount(t, e, ns, managerName, generatedRole(t, "role.yaml"))
-	agent := bindServiceAccount(t, e, ns, agentName, generatedRole(t, "node-agent/role.yaml"))
+	manager := bindServiceAccount(t, e, ns, managerName, "role.yaml")
+	agent := bindServiceAccount(t, e, ns, agentName, "node-agent/role.yaml")
 
 	t.Run("manager", func(t *testing.T) {
 		checkAccess(t, manager, ns, []access{
@@ -97,6 +107,8 @@ func TestLeastPrivilege(t *testing.T) {
 			{verb: "update", group: "dbtune.io", resource: "readaheadpolicies", subresource: "status", allowed: true},
 			{verb: "create", group: "coordination.k8s.io", resource: "leases", namespaced: true, allowed: true},
 
+			{verb: "create", group: "coordination.k8s.io", resource: "leases", namespaced: true, elsewhere: true},
+			{verb: "list", group: "coordination.k8s.io", resource: "leases"},
 			{verb: "get", resource: "secrets", namespaced: true},
 			{verb: "list", resource: "secrets"},
 			{verb: "patch", group: "apps", resource: "deployments", namespaced: true},
@@ -132,27 +144,39 @@ func TestLeastPrivilege(t *testing.T) {
 			{verb: "update", group: "dbtune.io", resource: "readaheadpolicies", subresource: "status"},
 			{verb: "patch", group: "dbtune.io", resource: "readaheadpolicies"},
 			{verb: "update", group: "dbtune.io", resource: "scratchvolumes", subresource: "status", namespaced: true},
+			{verb: "get", group: "coordination.k8s.io", resource: "leases", namespaced: true, elsewhere: true},
+			{verb: "update", group: "coordination.k8s.io", resource: "leases", namespaced: true, elsewhere: true},
+			{verb: "watch", group: "coordination.k8s.io", resource: "leases"},
 		})
 		t.Run("real requests", func(t *testing.T) { agentRequests(t, e, agent, ns) })
 	})
 }
 
-// bindServiceAccount creates a ServiceAccount in ns and a copy of role bound to it (named after
-// the namespace, so that it never collides with the installed role the dry-run test checks), and
-// returns a client that impersonates the ServiceAccount as the API server would authenticate
-// its token.
-func bindServiceAccount(t *testing.T, e *testenv.Env, ns, name string, role *rbacv1.ClusterRole) client.Client {
+// bindServiceAccount creates a ServiceAccount in ns and binds to it copies of the roles `make
+// manifests` generated in file, as config/default does: the ClusterRole (named after ns, so that
+// tests do not collide) by a ClusterRoleBinding, and the Role, moved from the install namespace
+// to ns, by a RoleBinding there. It returns a client that impersonates the ServiceAccount as the
+// API server would authenticate it.
+func bindServiceAccount(t *testing.T, e *testenv.Env, ns, name, file string) client.Client {
 	t.Helper()
 	ctx := context.Background()
-	roleName := fmt.Sprintf("%s-%s", role.Name, ns)
+	cluster, namespaced := generatedRoles(t, file)
+	roleName := fmt.Sprintf("%s-%s", cluster.Name, ns)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	copied := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: roleName}, Rules: role.Rules}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}
+	copied := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: roleName}, Rules: cluster.Rules}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: roleName},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: roleName},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
+		Subjects:   subjects,
 	}
-	for _, o := range []client.Object{sa, copied, binding} {
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: namespaced.Name}, Rules: namespaced.Rules}
+	roleBinding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: namespaced.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: namespaced.Name},
+		Subjects:   subjects,
+	}
+	for _, o := range []client.Object{sa, copied, binding, role, roleBinding} {
 		if err := e.Client.Create(ctx, o); err != nil {
 			t.Fatalf("failed to create %T %s: %v", o, o.GetName(), err)
 		}
@@ -181,6 +205,9 @@ func checkAccess(t *testing.T, c client.Client, ns string, table []access) {
 		attrs := &authorizationv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource}
 		if a.namespaced {
 			attrs.Namespace = ns
+			if a.elsewhere {
+				attrs.Namespace = "kube-system"
+			}
 		}
 		allowed, reason := selfReview(t, c, attrs, i == 0 && a.allowed)
 		if allowed != a.allowed {
@@ -225,8 +252,8 @@ func managerRequests(t *testing.T, e *testenv.Env, as client.Client, ns string) 
 	expectForbidden(t, "patch Deployment", as.Patch(ctx, newDeployment(ns, "web"), annotate))
 }
 
-// agentRequests: writing a NodeIOProfile's status and reading a Lease in its namespace work,
-// reading a Secret and patching a StatefulSet are refused.
+// agentRequests: writing a NodeIOProfile's status and reading a Lease in its namespace work;
+// reading a Lease elsewhere or a Secret, and patching a StatefulSet, are refused.
 func agentRequests(t *testing.T, e *testenv.Env, as client.Client, ns string) {
 	ctx := context.Background()
 	profile := &v1alpha1.NodeIOProfile{ObjectMeta: metav1.ObjectMeta{Name: "node-" + ns}}
@@ -245,6 +272,7 @@ func agentRequests(t *testing.T, e *testenv.Env, as client.Client, ns string) {
 	if err := as.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dbtune-probe-slot-0"}, &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {
 		t.Errorf("get Lease in its namespace: got %v, want NotFound (allowed, absent)", err)
 	}
+	expectForbidden(t, "get Lease in another namespace", as.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "dbtune-probe-slot-0"}, &coordinationv1.Lease{}))
 	expectForbidden(t, "get Secret", as.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}))
 	annotate := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"dbtune.test/touched":"yes"}}}`))
 	expectForbidden(t, "patch StatefulSet", as.Patch(ctx, newStatefulSet(ns, "db-agent"), annotate))
