@@ -114,13 +114,6 @@ func convert[T any](t testing.TB, u *unstructured.Unstructured) *T {
 	return out
 }
 
-// generatedRole reads the ClusterRole that `make manifests` wrote under config/rbac.
-func generatedRole(t testing.TB, file string) *rbacv1.ClusterRole {
-	t.Helper()
-	cluster, _ := generatedRoles(t, file)
-	return cluster
-}
-
 // generatedRoles reads both documents `make manifests` writes under config/rbac: the ClusterRole
 // and the Role that holds the rules of namespace-scoped markers (Leases, in the install
 // namespace). Each must be present exactly once.
