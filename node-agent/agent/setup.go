@@ -12,7 +12,7 @@ import (
 // +kubebuilder:rbac:groups=dbtune.io,resources=nodeioprofiles,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=dbtune.io,resources=nodeioprofiles/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=dbtune-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=dbtune-system,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Setup adds the agent of cfg.NodeName to mgr: the Runner, the scheduler that asks it for a run at

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
@@ -147,6 +148,9 @@ func TestLeastPrivilege(t *testing.T) {
 			{verb: "get", group: "coordination.k8s.io", resource: "leases", namespaced: true, elsewhere: true},
 			{verb: "update", group: "coordination.k8s.io", resource: "leases", namespaced: true, elsewhere: true},
 			{verb: "watch", group: "coordination.k8s.io", resource: "leases"},
+			// It reads its slot Leases directly and never lists, watches or deletes them.
+			{verb: "delete", group: "coordination.k8s.io", resource: "leases", namespaced: true},
+			{verb: "list", group: "coordination.k8s.io", resource: "leases", namespaced: true},
 		})
 		t.Run("real requests", func(t *testing.T) { agentRequests(t, e, agent, ns) })
 	})
@@ -271,6 +275,21 @@ func agentRequests(t *testing.T, e *testenv.Env, as client.Client, ns string) {
 	}
 	if err := as.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dbtune-probe-slot-0"}, &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {
 		t.Errorf("get Lease in its namespace: got %v, want NotFound (allowed, absent)", err)
+	}
+	// What the agent's slot pool does with a slot: create it, then take, renew and release it
+	// by updates, reading it back in between.
+	slot := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dbtune-probe-slot-0"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node-a")}}
+	if err := as.Create(ctx, slot); err != nil {
+		t.Errorf("the node agent could not create its slot Lease: %v", err)
+	} else {
+		slot.Spec.HolderIdentity = nil
+		if err := as.Update(ctx, slot); err != nil {
+			t.Errorf("the node agent could not release its slot Lease: %v", err)
+		}
+		if err := as.Get(ctx, client.ObjectKeyFromObject(slot), &coordinationv1.Lease{}); err != nil {
+			t.Errorf("the node agent could not read its slot Lease: %v", err)
+		}
 	}
 	expectForbidden(t, "get Lease in another namespace", as.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "dbtune-probe-slot-0"}, &coordinationv1.Lease{}))
 	expectForbidden(t, "get Secret", as.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}))
