@@ -330,6 +330,15 @@ type NodeIOProfileStatus struct {
 	// +optional
 	Kernel string `json:"kernel,omitempty"`
 
+	// FreePageReporting is true on a virtual machine whose balloon device hands free memory back
+	// to the hypervisor (virtio-balloon free page reporting). There the first write into memory
+	// the host took back costs a host page fault, so the figures that fill the page cache while
+	// they are timed (buffered writes, a disk's cold read, 5 MB files, the device read) vary from
+	// run to run with how much memory the host had reclaimed: compare several runs.
+	//
+	// +optional
+	FreePageReporting bool `json:"freePageReporting,omitempty"`
+
 	// LastRunTime is when the last probe run finished.
 	//
 	// +optional

@@ -249,6 +249,7 @@ func statusAfterRun(prev v1alpha1.NodeIOProfileStatus, o runOutcome, now time.Ti
 	if v.measuredAny() {
 		res := o.Result
 		st.Kernel = res.Kernel
+		st.FreePageReporting = res.FreePageReporting
 		finish := metav1.NewTime(res.FinishTime).Rfc3339Copy()
 		st.LastRunTime = &finish
 		st.LastRunDurationMilliseconds = res.DurationMilliseconds

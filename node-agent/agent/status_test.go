@@ -48,7 +48,7 @@ func diskResult() probe.TargetResult {
 }
 
 func run(targets ...probe.TargetResult) *probe.Result {
-	return &probe.Result{Kernel: "6.8.0", StartTime: t1.Add(-1500 * time.Millisecond), FinishTime: t1.Add(400 * time.Millisecond),
+	return &probe.Result{Kernel: "6.8.0", FreePageReporting: true, StartTime: t1.Add(-1500 * time.Millisecond), FinishTime: t1.Add(400 * time.Millisecond),
 		DurationMilliseconds: 1900, Targets: targets, Speedup: probe.ComputeSpeedup(targets)}
 }
 
@@ -118,7 +118,7 @@ func TestStatusAfterRun(t *testing.T) {
 	notProbed := probe.TargetResult{Name: "disk", Path: "/probe/disk", Kind: probe.KindDisk, Error: "not probed: context canceled"}
 
 	fresh := func(targets ...v1alpha1.ProbeTargetResult) v1alpha1.NodeIOProfileStatus {
-		return v1alpha1.NodeIOProfileStatus{Kernel: "6.8.0", LastRunTime: ptr.To(metav1.NewTime(t1)), LastRunDurationMilliseconds: 1900, Targets: targets}
+		return v1alpha1.NodeIOProfileStatus{Kernel: "6.8.0", FreePageReporting: true, LastRunTime: ptr.To(metav1.NewTime(t1)), LastRunDurationMilliseconds: 1900, Targets: targets}
 	}
 	kept := ownedStatus(previous())
 	kept.Conditions = nil

@@ -33,7 +33,7 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Result, error) {
 	limit := fmt.Errorf("the run reached its %s time limit: %w", opts.MaxDuration, context.DeadlineExceeded)
 	ctx, cancel := context.WithTimeoutCause(ctx, opts.MaxDuration, limit)
 	defer cancel()
-	res := &Result{Kernel: kernelRelease(), StartTime: time.Now()}
+	res := &Result{Kernel: kernelRelease(), FreePageReporting: FreePageReporting(opts.sysfsRoot()), StartTime: time.Now()}
 	bufs, err := newBuffers(&opts)
 	if err != nil {
 		return nil, err

@@ -27,6 +27,9 @@ type Target struct {
 type Result struct {
 	// Kernel is the kernel release (uname -r); results from different kernels are not comparable.
 	Kernel string `json:"kernel,omitempty"`
+	// FreePageReporting says the machine's balloon hands free memory back to the hypervisor, which
+	// makes the buffered figures vary from run to run (see FreePageReporting).
+	FreePageReporting bool `json:"freePageReporting,omitempty"`
 	// StartTime is when the run started.
 	StartTime time.Time `json:"startTime"`
 	// FinishTime is when the run finished (the API's lastRunTime).

@@ -24,7 +24,11 @@ type metric struct {
 // there is exactly one of each, then notes and errors below.
 func renderTable(res *probe.Result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Kernel %s, run took %.1f s\n\n", res.Kernel, float64(res.DurationMilliseconds)/1000)
+	fmt.Fprintf(&b, "Kernel %s, run took %.1f s\n", res.Kernel, float64(res.DurationMilliseconds)/1000)
+	if res.FreePageReporting {
+		b.WriteString("Virtual machine with free page reporting: buffered figures vary from run to run, compare several runs\n")
+	}
+	b.WriteString("\n")
 	tmpfs, disk := comparedTargets(res)
 	header := []string{""}
 	for i := range res.Targets {

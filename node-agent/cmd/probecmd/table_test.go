@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dbtune/scratch-operator/node-agent/probe"
@@ -81,5 +82,18 @@ func TestAlignColumnsCountsRunes(t *testing.T) {
 	want := "              a\n" + "latency    5 µs\n" + "x         10 µs\n"
 	if got != want {
 		t.Errorf("alignColumns =\n%s, want\n%s", got, want)
+	}
+}
+
+// On a virtual machine that hands free memory back to its host, the table says why its buffered
+// figures should not be read from one run alone; elsewhere it says nothing about it.
+func TestRenderTableWarnsOfFreePageReporting(t *testing.T) {
+	res := fixtureResult()
+	if strings.Contains(renderTable(res), "free page reporting") {
+		t.Error("the table warns of free page reporting on a machine without it")
+	}
+	res.FreePageReporting = true
+	if !strings.Contains(renderTable(res), "free page reporting: buffered figures vary from run to run") {
+		t.Errorf("the table does not warn of free page reporting:\n%s", renderTable(res))
 	}
 }

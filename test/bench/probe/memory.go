@@ -36,7 +36,7 @@ type FreePageReporting struct {
 }
 
 func describePageReporting() FreePageReporting {
-	r := FreePageReporting{Active: balloonReports("/sys/bus/virtio/devices")}
+	r := FreePageReporting{Active: probe.FreePageReporting("/sys")}
 	entries, err := os.ReadDir(pageReportingDir)
 	if err != nil {
 		return r
@@ -48,33 +48,6 @@ func describePageReporting() FreePageReporting {
 		}
 	}
 	return r
-}
-
-// virtioBalloonID and balloonFeatureReporting are from the virtio specification: device ID 5 is
-// the memory balloon, feature bit 5 its free page reporting.
-const (
-	virtioBalloonID         = "0x0005"
-	balloonFeatureReporting = 5
-)
-
-// balloonReports tells whether a virtio balloon with free page reporting negotiated is present.
-// Each device's features file lists the negotiated feature bits as '0'/'1', bit 0 first.
-func balloonReports(sysDevices string) bool {
-	entries, err := os.ReadDir(sysDevices)
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		id, err := os.ReadFile(filepath.Join(sysDevices, e.Name(), "device"))
-		if err != nil || strings.TrimSpace(string(id)) != virtioBalloonID {
-			continue
-		}
-		f, err := os.ReadFile(filepath.Join(sysDevices, e.Name(), "features"))
-		if err == nil && len(f) > balloonFeatureReporting && f[balloonFeatureReporting] == '1' {
-			return true
-		}
-	}
-	return false
 }
 
 // defaultWarm is 4 GiB, or a quarter of the available memory on a smaller machine. On the machine

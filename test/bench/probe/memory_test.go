@@ -6,36 +6,6 @@ import (
 	"testing"
 )
 
-func TestBalloonReports(t *testing.T) {
-	dir := t.TempDir()
-	device := func(name, id, features string) {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for file, content := range map[string]string{"device": id + "\n", "features": features + "\n"} {
-			if err := os.WriteFile(filepath.Join(p, file), []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	device("virtio0", "0x0002", "0010001001100100") // a block device: bit 5 means something else
-	if balloonReports(dir) {
-		t.Error("a block device's feature bit 5 was taken for free page reporting")
-	}
-	device("virtio1", "0x0005", "0110000000000000") // a balloon with stats and deflate-on-OOM only
-	if balloonReports(dir) {
-		t.Error("a balloon without VIRTIO_BALLOON_F_REPORTING was reported as reporting")
-	}
-	device("virtio2", "0x0005", "0110010100000000")
-	if !balloonReports(dir) {
-		t.Error("a balloon with VIRTIO_BALLOON_F_REPORTING was not recognized")
-	}
-	if balloonReports(filepath.Join(dir, "missing")) {
-		t.Error("a machine without virtio devices was reported as reporting")
-	}
-}
-
 func TestWarmMemory(t *testing.T) {
 	if err := warmMemory(0); err != nil {
 		t.Errorf("warmMemory(0) = %v, want nothing done", err)
