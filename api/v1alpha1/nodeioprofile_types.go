@@ -310,6 +310,13 @@ type DeviceReadAheadStatus struct {
 	// +optional
 	LastAppliedTime *metav1.Time `json:"lastAppliedTime,omitempty"`
 
+	// OverriddenPolicies are the other ReadAheadPolicies that select this device too but rank
+	// lower (priority, then age, then name), best first: Policy wins over them here.
+	//
+	// +optional
+	// +listType=atomic
+	OverriddenPolicies []string `json:"overriddenPolicies,omitempty"`
+
 	// Message explains a device that could not be tuned.
 	//
 	// +optional

@@ -63,7 +63,7 @@ func (s *policySummary) addNode(policy, node string, profile *v1alpha1.NodeIOPro
 	}
 	owned, lost, applied, degraded := 0, 0, true, false
 	for _, e := range profile.Status.ReadAhead {
-		issue, losers := readaheadctl.ParseEntryMessage(e.Message)
+		issue, losers := e.Message, e.OverriddenPolicies
 		where := node + "/" + e.Device
 		switch {
 		case e.Policy == policy:

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
-	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
 )
 
 func node(name string, labels map[string]string) metav1.PartialObjectMetadata {
@@ -25,13 +24,13 @@ func profile(name string, entries ...v1alpha1.DeviceReadAheadStatus) v1alpha1.No
 	}
 }
 
-func entry(device, policy string, desired, current int64, msg string) v1alpha1.DeviceReadAheadStatus {
-	return v1alpha1.DeviceReadAheadStatus{Device: device, Policy: policy, DesiredKiB: &desired, CurrentKiB: &current, Message: msg}
+func entry(device, policy string, desired, current int64, msg string, overrides ...string) v1alpha1.DeviceReadAheadStatus {
+	return v1alpha1.DeviceReadAheadStatus{Device: device, Policy: policy, DesiredKiB: &desired, CurrentKiB: &current, Message: msg,
+		OverriddenPolicies: overrides}
 }
 
 func TestSummarizePolicy(t *testing.T) {
 	db := map[string]string{"role": "db"}
-	overridesBase := readaheadctl.EntryMessage("", []string{"base"})
 	type counts struct {
 		Matched, Applied, Degraded                int32
 		AppliedCond, DegradedCond, OverriddenCond string
@@ -54,7 +53,7 @@ func TestSummarizePolicy(t *testing.T) {
 		policy: newPolicy("base", 1024, []string{"sda"}),
 		nodes:  []metav1.PartialObjectMetadata{node("a", nil)},
 		profiles: []v1alpha1.NodeIOProfile{profile("a",
-			entry("sda", "bulk", 8192, 8192, overridesBase), entry("sdb", "bulk", 8192, 8192, ""))},
+			entry("sda", "bulk", 8192, 8192, "", "base"), entry("sdb", "bulk", 8192, 8192, ""))},
 		want: counts{Matched: 1, AppliedCond: "False Overridden: 0 of 1 matched nodes applied; other policies win every device it selects on a",
 			DegradedCond: "False NoProblems", OverriddenCond: "True Overridden: ReadAheadPolicy bulk wins on a/sda; raise spec.priority to take these devices"},
 	}, {
@@ -62,7 +61,7 @@ func TestSummarizePolicy(t *testing.T) {
 		policy: newPolicy("bulk", 8192, []string{"sd?"}),
 		nodes:  []metav1.PartialObjectMetadata{node("a", nil)},
 		profiles: []v1alpha1.NodeIOProfile{profile("a",
-			entry("sda", "bulk", 8192, 8192, overridesBase), entry("sdb", "bulk", 8192, 8192, ""))},
+			entry("sda", "bulk", 8192, 8192, "", "base"), entry("sdb", "bulk", 8192, 8192, ""))},
 		want: counts{Matched: 1, Applied: 1, AppliedCond: "True Applied: every device the policy owns has its read-ahead on all 1 matched node",
 			DegradedCond: "False NoProblems", OverriddenCond: "False NotOverridden"},
 	}, {
@@ -70,7 +69,7 @@ func TestSummarizePolicy(t *testing.T) {
 		policy: newPolicy("scan", 4096, []string{"sd?"}),
 		nodes:  []metav1.PartialObjectMetadata{node("a", nil), node("b", nil)},
 		profiles: []v1alpha1.NodeIOProfile{
-			profile("a", entry("sda", "scan", 4096, 4096, ""), entry("sdb", "scan", 4096, 128, readaheadctl.EntryMessage("permission denied", []string{"base"}))),
+			profile("a", entry("sda", "scan", 4096, 4096, ""), entry("sdb", "scan", 4096, 128, "permission denied", "base")),
 			profile("b", entry("sda", "scan", 4096, 4096, "")),
 		},
 		want: counts{Matched: 2, Applied: 1, Degraded: 1,

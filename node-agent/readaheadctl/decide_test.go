@@ -333,31 +333,3 @@ func TestAssess(t *testing.T) {
 		})
 	}
 }
-
-func TestEntryMessageRoundTrip(t *testing.T) {
-	tests := []struct {
-		issue  string
-		losers []string
-		want   string
-	}{
-		{want: ""},
-		{issue: "failed to set read-ahead; really", want: "failed to set read-ahead; really"},
-		{losers: []string{"base"}, want: "overrides ReadAheadPolicy base: they select this device too but rank lower (priority, then age)"},
-		{issue: "gone", losers: []string{"a.b", "c-d"},
-			want: "gone; overrides ReadAheadPolicy a.b, c-d: they select this device too but rank lower (priority, then age)"},
-	}
-	for _, tt := range tests {
-		msg := EntryMessage(tt.issue, tt.losers)
-		if msg != tt.want {
-			t.Errorf("EntryMessage(%q, %q) = %q, want %q", tt.issue, tt.losers, msg, tt.want)
-		}
-		issue, losers := ParseEntryMessage(msg)
-		if issue != tt.issue || !cmp.Equal(losers, tt.losers) {
-			t.Errorf("ParseEntryMessage(%q) = %q, %q; want %q, %q", msg, issue, losers, tt.issue, tt.losers)
-		}
-	}
-	// A message that only mentions a policy is a problem, not an override.
-	if issue, losers := ParseEntryMessage("see overrides ReadAheadPolicy x: no"); losers != nil || issue == "" {
-		t.Errorf("a problem mentioning the prefix mid-sentence parsed as losers %q", losers)
-	}
-}

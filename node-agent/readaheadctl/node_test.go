@@ -169,7 +169,7 @@ func TestPriorityDecidesAndTheLoserIsOverridden(t *testing.T) {
 	eventually(t, a.values(map[string]int64{"sda": 2048, "sdb": 2048, "sdc": 128}))
 	eventually(t, func() string {
 		d := device(a.profile(t), "sda")
-		want := hi.Name + " 128/2048/2048 \"overrides ReadAheadPolicy " + lo.Name + ": they select this device too but rank lower (priority, then age)\""
+		want := hi.Name + " 128/2048/2048 \"\" overrides [" + lo.Name + "]"
 		if got := describe(d); got != want {
 			return "sda: " + got
 		}

@@ -3,6 +3,7 @@ package readaheadctl
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -80,7 +81,8 @@ func deviceStatus(p plan, d deviceResult, entries map[readahead.DeviceID]readahe
 	case d.err != nil:
 		issue = d.err.Error()
 	}
-	st.Message = EntryMessage(issue, d.losers)
+	st.Message = issue
+	st.OverriddenPolicies = slices.Clone(d.losers)
 	return st, issue
 }
 

@@ -79,7 +79,7 @@ func TestPassAppliesReportsAndRestores(t *testing.T) {
 
 	want := []v1alpha1.DeviceReadAheadStatus{
 		{Device: "sda", MajorMinor: "8:0", Policy: "bulk", OriginalKiB: new(int64(128)), DesiredKiB: new(int64(8192)), CurrentKiB: new(int64(8192)),
-			Message: "overrides ReadAheadPolicy base: they select this device too but rank lower (priority, then age)"},
+			OverriddenPolicies: []string{"base"}},
 		{Device: "sdb", MajorMinor: "8:16", Policy: "bulk", OriginalKiB: new(int64(128)), DesiredKiB: new(int64(8192)), CurrentKiB: new(int64(8192))},
 	}
 	for i := range rep.devices {

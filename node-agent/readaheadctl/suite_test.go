@@ -348,12 +348,17 @@ func kib(p *int64) string {
 	return fmt.Sprint(*p)
 }
 
-// describe shows a device entry as "policy original/desired/current message".
+// describe shows a device entry as "policy original/desired/current message", followed by
+// " overrides [p q]" when it outranks other policies.
 func describe(d *v1alpha1.DeviceReadAheadStatus) string {
 	if d == nil {
 		return "no entry"
 	}
-	return fmt.Sprintf("%s %s/%s/%s %q", d.Policy, kib(d.OriginalKiB), kib(d.DesiredKiB), kib(d.CurrentKiB), d.Message)
+	s := fmt.Sprintf("%s %s/%s/%s %q", d.Policy, kib(d.OriginalKiB), kib(d.DesiredKiB), kib(d.CurrentKiB), d.Message)
+	if len(d.OverriddenPolicies) > 0 {
+		s += fmt.Sprintf(" overrides %v", d.OverriddenPolicies)
+	}
+	return s
 }
 
 func (a *agent) getPolicy(t *testing.T, p *v1alpha1.ReadAheadPolicy) *v1alpha1.ReadAheadPolicy {
