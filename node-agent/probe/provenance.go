@@ -2,10 +2,11 @@ package probe
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dbtune/scratch-operator/node-agent/mountinfo"
 )
 
 // Inspect tells what kind of storage path is on and where it comes from: filesystem type and mount
@@ -39,15 +40,10 @@ func Inspect(path string, o Options) (Kind, Provenance, error) {
 	return kind, prov, nil
 }
 
-func lookupMount(procRoot, path string, major, minor uint32) (mountEntry, bool) {
-	f, err := os.Open(filepath.Join(procRoot, "self", "mountinfo"))
+func lookupMount(procRoot, path string, major, minor uint32) (mountinfo.Entry, bool) {
+	entries, err := mountinfo.Read(filepath.Join(procRoot, "self", "mountinfo"))
 	if err != nil {
-		return mountEntry{}, false
-	}
-	defer func() { _ = f.Close() }()
-	entries, err := parseMountInfo(f)
-	if err != nil {
-		return mountEntry{}, false
+		return mountinfo.Entry{}, false
 	}
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs

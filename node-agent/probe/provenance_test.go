@@ -9,31 +9,29 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dbtune/scratch-operator/node-agent/mountinfo"
 )
 
 const fixtureSys = "testdata/sysfs"
 
-func readMountInfoFixture(t *testing.T, name string) []mountEntry {
+func readMountInfoFixture(t *testing.T, name string) []mountinfo.Entry {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	entries, err := parseMountInfo(f)
+	entries, err := mountinfo.Read(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return entries
 }
 
-func TestParseMountInfo(t *testing.T) {
+// The fixtures are shaped like real hosts' tables; the parser itself is tested in mountinfo.
+func TestMountInfoFixtures(t *testing.T) {
 	entries := readMountInfoFixture(t, "mountinfo")
 	if len(entries) != 7 {
 		t.Fatalf("parsed %d entries, want 7", len(entries))
 	}
-	want := mountEntry{
-		Major: 0, Minor: 45, MountPoint: "/srv/my data", MountOptions: "rw,relatime",
+	want := mountinfo.Entry{
+		Major: 0, Minor: 45, Root: "/@data", MountPoint: "/srv/my data", MountOptions: "rw,relatime",
 		FSType: "btrfs", Source: "/dev/mapper/vg-data", SuperOptions: "rw,space_cache=v2,subvolid=257,subvol=/@data",
 	}
 	if entries[5] != want {
@@ -42,12 +40,7 @@ func TestParseMountInfo(t *testing.T) {
 	if e := entries[4]; e.FSType != "xfs" || e.Major != 259 || e.Minor != 2 || e.Source != "/dev/nvme0n1p2" {
 		t.Errorf("line with two optional fields = %+v", e)
 	}
-	f, err := os.Open("testdata/mountinfo-bad")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := parseMountInfo(f); err == nil || !strings.Contains(err.Error(), "line 1") {
+	if _, err := mountinfo.Read(filepath.Join("testdata", "mountinfo-bad")); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Errorf("a line without the separator gave %v, want an error naming line 1", err)
 	}
 }

@@ -65,22 +65,6 @@ func TestParseMountInfoRejectsGarbage(t *testing.T) {
 	}
 }
 
-func TestUnescapeOctal(t *testing.T) {
-	for in, want := range map[string]string{
-		`/plain`:       "/plain",
-		`/a\040b`:      "/a b",
-		`/tab\011x`:    "/tab\tx",
-		`/nl\012`:      "/nl\n",
-		`/bs\134`:      `/bs\`,
-		`/short\04`:    `/short\04`,
-		`/notoctal\08`: `/notoctal\08`,
-	} {
-		if got := unescapeOctal(in); got != want {
-			t.Errorf("unescapeOctal(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestCompareNatural(t *testing.T) {
 	got := []string{"sdaa", "dm-10", "sda10", "nvme10n1", "sda", "dm-2", "sda2", "nvme1n1p2", "nvme1n1", "sdb", "loop0", "dm-02"}
 	slices.SortFunc(got, compareNatural)
