@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/node-agent/readahead/readaheadtest"
 )
 
 func node(name string, labels map[string]string) metav1.PartialObjectMetadata {
@@ -43,14 +44,14 @@ func TestSummarizePolicy(t *testing.T) {
 		want     counts
 	}{{
 		name:     "applied on every matched node; an unmatched node does not count",
-		policy:   newPolicy("scan", 4096, []string{"sd?"}, nodeSelector(&metav1.LabelSelector{MatchLabels: db})),
+		policy:   readaheadtest.Policy("scan", 4096, []string{"sd?"}, readaheadtest.NodeSelector(&metav1.LabelSelector{MatchLabels: db})),
 		nodes:    []metav1.PartialObjectMetadata{node("a", db), node("b", db), node("web", nil)},
 		profiles: []v1alpha1.NodeIOProfile{profile("a", entry("sda", "scan", 4096, 4096, "")), profile("b", entry("sda", "scan", 4096, 4096, "")), profile("web")},
 		want: counts{Matched: 2, Applied: 2, AppliedCond: "True Applied: every device the policy owns has its read-ahead on all 2 matched nodes",
 			DegradedCond: "False NoProblems", OverriddenCond: "False NotOverridden"},
 	}, {
 		name:   "the loser of an overlap is Overridden; a node where it loses everything is not applied",
-		policy: newPolicy("base", 1024, []string{"sda"}),
+		policy: readaheadtest.Policy("base", 1024, []string{"sda"}),
 		nodes:  []metav1.PartialObjectMetadata{node("a", nil)},
 		profiles: []v1alpha1.NodeIOProfile{profile("a",
 			entry("sda", "bulk", 8192, 8192, "", "base"), entry("sdb", "bulk", 8192, 8192, ""))},
@@ -58,7 +59,7 @@ func TestSummarizePolicy(t *testing.T) {
 			DegradedCond: "False NoProblems", OverriddenCond: "True Overridden: ReadAheadPolicy bulk wins on a/sda; raise spec.priority to take these devices"},
 	}, {
 		name:   "the winner of an overlap is applied and not Overridden",
-		policy: newPolicy("bulk", 8192, []string{"sd?"}),
+		policy: readaheadtest.Policy("bulk", 8192, []string{"sd?"}),
 		nodes:  []metav1.PartialObjectMetadata{node("a", nil)},
 		profiles: []v1alpha1.NodeIOProfile{profile("a",
 			entry("sda", "bulk", 8192, 8192, "", "base"), entry("sdb", "bulk", 8192, 8192, ""))},
@@ -66,7 +67,7 @@ func TestSummarizePolicy(t *testing.T) {
 			DegradedCond: "False NoProblems", OverriddenCond: "False NotOverridden"},
 	}, {
 		name:   "a device with a problem makes its node degraded",
-		policy: newPolicy("scan", 4096, []string{"sd?"}),
+		policy: readaheadtest.Policy("scan", 4096, []string{"sd?"}),
 		nodes:  []metav1.PartialObjectMetadata{node("a", nil), node("b", nil)},
 		profiles: []v1alpha1.NodeIOProfile{
 			profile("a", entry("sda", "scan", 4096, 4096, ""), entry("sdb", "scan", 4096, 128, "permission denied", "base")),
@@ -78,7 +79,7 @@ func TestSummarizePolicy(t *testing.T) {
 			OverriddenCond: "False NotOverridden"},
 	}, {
 		name:     "agents that have not reported, and values not reached yet",
-		policy:   newPolicy("scan", 4096, []string{"sd?"}),
+		policy:   readaheadtest.Policy("scan", 4096, []string{"sd?"}),
 		nodes:    []metav1.PartialObjectMetadata{node("a", nil), node("b", nil), node("c", nil)},
 		profiles: []v1alpha1.NodeIOProfile{profile("a", entry("sda", "scan", 4096, 128, "")), {ObjectMeta: metav1.ObjectMeta{Name: "b"}}},
 		want: counts{Matched: 3,
@@ -86,7 +87,7 @@ func TestSummarizePolicy(t *testing.T) {
 			DegradedCond: "False NoProblems", OverriddenCond: "False NotOverridden"},
 	}, {
 		name:     "a policy that selects no device on a node (its glob matches nothing there)",
-		policy:   newPolicy("scan", 4096, []string{"nvme*"}),
+		policy:   readaheadtest.Policy("scan", 4096, []string{"nvme*"}),
 		nodes:    []metav1.PartialObjectMetadata{node("a", nil)},
 		profiles: []v1alpha1.NodeIOProfile{profile("a")},
 		want: counts{Matched: 1,
@@ -94,7 +95,7 @@ func TestSummarizePolicy(t *testing.T) {
 			DegradedCond: "False NoProblems", OverriddenCond: "False NotOverridden"},
 	}, {
 		name:   "no matching node",
-		policy: newPolicy("scan", 4096, []string{"sd?"}, nodeSelector(&metav1.LabelSelector{MatchLabels: db})),
+		policy: readaheadtest.Policy("scan", 4096, []string{"sd?"}, readaheadtest.NodeSelector(&metav1.LabelSelector{MatchLabels: db})),
 		nodes:  []metav1.PartialObjectMetadata{node("web", nil)},
 		want: counts{AppliedCond: "False NoMatchingNodes: no node matches spec.nodeSelector",
 			DegradedCond: "False NoProblems", OverriddenCond: "False NotOverridden"},
@@ -131,7 +132,7 @@ func TestSummarizePolicy(t *testing.T) {
 }
 
 func TestPolicyStatusKeepsTransitionTimes(t *testing.T) {
-	p := newPolicy("scan", 4096, []string{"sd?"})
+	p := readaheadtest.Policy("scan", 4096, []string{"sd?"})
 	nodes := []metav1.PartialObjectMetadata{node("a", nil)}
 	profiles := []v1alpha1.NodeIOProfile{profile("a", entry("sda", "scan", 4096, 4096, ""))}
 	p.Status = summarizePolicy(p, nodes, profiles).status(p, metav1.NewTime(t0))

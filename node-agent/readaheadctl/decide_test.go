@@ -13,9 +13,10 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/node-agent/readahead"
+	"github.com/dbtune/scratch-operator/node-agent/readahead/readaheadtest"
 )
 
-var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+var t0 = readaheadtest.PolicyTime
 
 // testInventory is a small host: two SATA disks (sda partitioned), an LVM volume on sdb1
 // mounted on /var/lib/mysql, and a USB stick.
@@ -48,40 +49,6 @@ var (
 	sdb = id("sdb", 8, 16)
 	dm0 = id("dm-0", 253, 0)
 )
-
-type policyOpt func(*v1alpha1.ReadAheadPolicy)
-
-func newPolicy(name string, kib int64, names []string, opts ...policyOpt) *v1alpha1.ReadAheadPolicy {
-	p := &v1alpha1.ReadAheadPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(t0)},
-		Spec:       v1alpha1.ReadAheadPolicySpec{ReadAheadKiB: kib, Mode: v1alpha1.ReadAheadSet},
-	}
-	for _, n := range names {
-		p.Spec.Devices.Names = append(p.Spec.Devices.Names, v1alpha1.DeviceGlob(n))
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
-}
-
-func priority(n int32) policyOpt { return func(p *v1alpha1.ReadAheadPolicy) { p.Spec.Priority = n } }
-
-func createdAt(t time.Time) policyOpt {
-	return func(p *v1alpha1.ReadAheadPolicy) { p.CreationTimestamp = metav1.NewTime(t) }
-}
-
-func nodeSelector(sel *metav1.LabelSelector) policyOpt {
-	return func(p *v1alpha1.ReadAheadPolicy) { p.Spec.NodeSelector = sel }
-}
-
-func mountPaths(paths ...string) policyOpt {
-	return func(p *v1alpha1.ReadAheadPolicy) {
-		for _, mp := range paths {
-			p.Spec.Devices.MountPaths = append(p.Spec.Devices.MountPaths, v1alpha1.AbsolutePath(mp))
-		}
-	}
-}
 
 func deleting(p *v1alpha1.ReadAheadPolicy) {
 	now := metav1.NewTime(t0.Add(time.Hour))
@@ -132,61 +99,61 @@ func TestDecide(t *testing.T) {
 		want planView
 	}{{
 		name: "an omitted nodeSelector selects every node",
-		in:   input{policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sd?"})}},
+		in:   input{policies: []*v1alpha1.ReadAheadPolicy{readaheadtest.Policy("scan", 4096, []string{"sd?"})}},
 		want: planView{Targets: []string{"sda=scan", "sdb=scan"}},
 	}, {
 		name: "a nodeSelector that matches",
 		in: input{nodeLabels: map[string]string{"role": "db"},
-			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"}, nodeSelector(dbNodes))}},
+			policies: []*v1alpha1.ReadAheadPolicy{readaheadtest.Policy("scan", 4096, []string{"sda"}, readaheadtest.NodeSelector(dbNodes))}},
 		want: planView{Targets: []string{"sda=scan"}},
 	}, {
 		name: "a nodeSelector that does not match",
 		in: input{nodeLabels: map[string]string{"role": "web"},
-			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"}, nodeSelector(dbNodes))}},
+			policies: []*v1alpha1.ReadAheadPolicy{readaheadtest.Policy("scan", 4096, []string{"sda"}, readaheadtest.NodeSelector(dbNodes))}},
 		want: planView{},
 	}, {
 		name: "matchExpressions",
 		in: input{nodeLabels: map[string]string{"disk": "hdd"},
-			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"}, nodeSelector(&metav1.LabelSelector{
+			policies: []*v1alpha1.ReadAheadPolicy{readaheadtest.Policy("scan", 4096, []string{"sda"}, readaheadtest.NodeSelector(&metav1.LabelSelector{
 				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "disk", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"ssd"}}},
 			}))}},
 		want: planView{Targets: []string{"sda=scan"}},
 	}, {
 		name: "an invalid nodeSelector is a problem and selects nothing",
-		in: input{policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"}, nodeSelector(&metav1.LabelSelector{
+		in: input{policies: []*v1alpha1.ReadAheadPolicy{readaheadtest.Policy("scan", 4096, []string{"sda"}, readaheadtest.NodeSelector(&metav1.LabelSelector{
 			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "disk", Operator: "Near"}},
 		}))}},
 		want: planView{Problems: []string{"InvalidNodeSelector ReadAheadPolicy scan"}},
 	}, {
 		name: "on an overlap the higher priority wins and the loser is recorded",
 		in: input{policies: []*v1alpha1.ReadAheadPolicy{
-			newPolicy("bulk", 8192, []string{"sd?"}, priority(10), createdAt(t0.Add(time.Hour))),
-			newPolicy("base", 1024, []string{"sda"}),
+			readaheadtest.Policy("bulk", 8192, []string{"sd?"}, readaheadtest.Priority(10), readaheadtest.CreatedAt(t0.Add(time.Hour))),
+			readaheadtest.Policy("base", 1024, []string{"sda"}),
 		}},
 		want: planView{Targets: []string{"sda=bulk over base", "sdb=bulk"}},
 	}, {
 		name: "on a priority tie the older policy wins",
 		in: input{policies: []*v1alpha1.ReadAheadPolicy{
-			newPolicy("a-newer", 8192, []string{"sda"}, createdAt(t0.Add(time.Minute))),
-			newPolicy("z-older", 1024, []string{"sda"}),
+			readaheadtest.Policy("a-newer", 8192, []string{"sda"}, readaheadtest.CreatedAt(t0.Add(time.Minute))),
+			readaheadtest.Policy("z-older", 1024, []string{"sda"}),
 		}},
 		want: planView{Targets: []string{"sda=z-older over a-newer"}},
 	}, {
 		name: "on a tie in priority and age the first name wins",
 		in: input{policies: []*v1alpha1.ReadAheadPolicy{
-			newPolicy("b", 8192, []string{"sda"}), newPolicy("a", 1024, []string{"sda"}), newPolicy("c", 1024, []string{"sda"}),
+			readaheadtest.Policy("b", 8192, []string{"sda"}), readaheadtest.Policy("a", 1024, []string{"sda"}), readaheadtest.Policy("c", 1024, []string{"sda"}),
 		}},
 		want: planView{Targets: []string{"sda=a over b,c"}},
 	}, {
 		name: "a partition and a mount path resolve to their disk and dm device",
 		in: input{policies: []*v1alpha1.ReadAheadPolicy{
-			newPolicy("parts", 4096, []string{"sda1"}), newPolicy("mysql", 8192, nil, mountPaths("/var/lib/mysql")),
+			readaheadtest.Policy("parts", 4096, []string{"sda1"}), readaheadtest.Policy("mysql", 8192, nil, readaheadtest.MountPaths("/var/lib/mysql")),
 		}},
 		want: planView{Targets: []string{"dm-0=mysql", "sda=parts"}},
 	}, {
 		name: "a device no longer selected is restored, one still selected keeps its entry",
 		in: input{
-			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"})},
+			policies: []*v1alpha1.ReadAheadPolicy{readaheadtest.Policy("scan", 4096, []string{"sda"})},
 			saved:    []readahead.Entry{saved(sda, 128, 4096, "scan"), saved(sdb, 256, 4096, "scan")},
 		},
 		want: planView{Targets: []string{"sda=scan (saved)"}, Restores: []string{"sdb (8:16)"}},
@@ -197,52 +164,52 @@ func TestDecide(t *testing.T) {
 	}, {
 		name: "a policy being deleted no longer applies",
 		in: input{
-			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"}, deleting)},
+			policies: []*v1alpha1.ReadAheadPolicy{readaheadtest.Policy("scan", 4096, []string{"sda"}, deleting)},
 			saved:    []readahead.Entry{saved(sda, 128, 4096, "scan")},
 		},
 		want: planView{Restores: []string{"sda (8:0)"}},
 	}, {
 		name: "a node that stops matching gets its originals back",
 		in: input{nodeLabels: map[string]string{"role": "web"},
-			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"}, nodeSelector(dbNodes))},
+			policies: []*v1alpha1.ReadAheadPolicy{readaheadtest.Policy("scan", 4096, []string{"sda"}, readaheadtest.NodeSelector(dbNodes))},
 			saved:    []readahead.Entry{saved(sda, 128, 4096, "scan")},
 		},
 		want: planView{Restores: []string{"sda (8:0)"}},
 	}, {
 		name: "a device that moves to another policy is not restored",
 		in: input{
-			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("base", 1024, []string{"sda"})},
+			policies: []*v1alpha1.ReadAheadPolicy{readaheadtest.Policy("base", 1024, []string{"sda"})},
 			saved:    []readahead.Entry{saved(sda, 128, 8192, "bulk")},
 		},
 		want: planView{Targets: []string{"sda=base (saved)"}},
 	}, {
 		name: "a saved device whose name now has another number is restored (Restore finds it gone)",
 		in: input{
-			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sdb"})},
+			policies: []*v1alpha1.ReadAheadPolicy{readaheadtest.Policy("scan", 4096, []string{"sdb"})},
 			saved:    []readahead.Entry{saved(id("sdb", 8, 48), 128, 4096, "scan")},
 		},
 		want: planView{Targets: []string{"sdb=scan"}, Restores: []string{"sdb (8:48)"}},
 	}, {
 		name: "a glob that matches nothing is a problem, the other patterns still apply",
-		in:   input{policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"nvme*n1", "sdc", "sdb"})}},
+		in:   input{policies: []*v1alpha1.ReadAheadPolicy{readaheadtest.Policy("scan", 4096, []string{"nvme*n1", "sdc", "sdb"})}},
 		want: planView{Targets: []string{"sdb=scan"}, Problems: []string{
 			"NoDeviceMatched ReadAheadPolicy scan", "NoDeviceMatched ReadAheadPolicy scan",
 		}},
 	}, {
 		name: "a mount path that is not mounted is a problem",
-		in:   input{policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, nil, mountPaths("/srv"))}},
+		in:   input{policies: []*v1alpha1.ReadAheadPolicy{readaheadtest.Policy("scan", 4096, nil, readaheadtest.MountPaths("/srv"))}},
 		want: planView{Problems: []string{"MountPathUnresolved ReadAheadPolicy scan"}},
 	}, {
 		name: "a corrupt state file blocks every change, restores included",
 		in: input{
-			policies: []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"})},
+			policies: []*v1alpha1.ReadAheadPolicy{readaheadtest.Policy("scan", 4096, []string{"sda"})},
 			stateErr: &readahead.CorruptStateError{Path: "/run/x/readahead-state.json", Err: errors.New("unexpected end of JSON input")},
 		},
 		want: planView{Targets: []string{"sda=scan"}, Blocked: ReasonStateFileCorrupt},
 	}, {
 		name: "an unreadable inventory blocks every change",
 		in: input{
-			policies:     []*v1alpha1.ReadAheadPolicy{newPolicy("scan", 4096, []string{"sda"})},
+			policies:     []*v1alpha1.ReadAheadPolicy{readaheadtest.Policy("scan", 4096, []string{"sda"})},
 			inventoryErr: errors.New("failed to find block devices"),
 			saved:        []readahead.Entry{saved(sda, 128, 4096, "scan")},
 		},
@@ -263,7 +230,7 @@ func TestDecide(t *testing.T) {
 
 func TestDecideProblemMessages(t *testing.T) {
 	p := decide(input{inventory: testInventory(), policies: []*v1alpha1.ReadAheadPolicy{
-		newPolicy("scan", 4096, []string{"nvme*n1", "sdc"}),
+		readaheadtest.Policy("scan", 4096, []string{"nvme*n1", "sdc"}),
 	}})
 	want := []string{
 		`ReadAheadPolicy scan: name pattern "nvme*n1" matches no block device on this node; fix spec.devices, or narrow spec.nodeSelector to nodes that have the device`,
@@ -295,29 +262,29 @@ func TestAssess(t *testing.T) {
 		read   reading
 		want   view
 	}{
-		{name: "Set raises", policy: newPolicy("p", 4096, nil), read: reading{kib: 128},
+		{name: "Set raises", policy: readaheadtest.Policy("p", 4096, nil), read: reading{kib: 128},
 			want: view{Current: kib(128), Desired: 4096, Action: actionApply}},
-		{name: "Set lowers", policy: newPolicy("p", 64, nil), read: reading{kib: 4096},
+		{name: "Set lowers", policy: readaheadtest.Policy("p", 64, nil), read: reading{kib: 4096},
 			want: view{Current: kib(4096), Desired: 64, Action: actionApply}},
-		{name: "already there", policy: newPolicy("p", 4096, nil), read: reading{kib: 4096},
+		{name: "already there", policy: readaheadtest.Policy("p", 4096, nil), read: reading{kib: 4096},
 			want: view{Current: kib(4096), Desired: 4096, Action: actionNone}},
-		{name: "AtLeast raises", policy: newPolicy("p", 4096, nil, atLeast), read: reading{kib: 128},
+		{name: "AtLeast raises", policy: readaheadtest.Policy("p", 4096, nil, atLeast), read: reading{kib: 128},
 			want: view{Current: kib(128), Desired: 4096, Action: actionApply}},
-		{name: "AtLeast never lowers", policy: newPolicy("p", 4096, nil, atLeast), read: reading{kib: 16384},
+		{name: "AtLeast never lowers", policy: readaheadtest.Policy("p", 4096, nil, atLeast), read: reading{kib: 16384},
 			want: view{Current: kib(16384), Desired: 16384, Action: actionNone}},
-		{name: "the kernel keeps whole pages", policy: newPolicy("p", 4097, nil), read: reading{kib: readahead.KernelKiB(4097)},
+		{name: "the kernel keeps whole pages", policy: readaheadtest.Policy("p", 4097, nil), read: reading{kib: readahead.KernelKiB(4097)},
 			want: view{Current: kib(readahead.KernelKiB(4097)), Desired: readahead.KernelKiB(4097), Action: actionNone}},
-		{name: "changed by hand: repair", policy: newPolicy("p", 4096, nil), saved: new(saved(sda, 128, 4096, "p")), read: reading{kib: 256},
+		{name: "changed by hand: repair", policy: readaheadtest.Policy("p", 4096, nil), saved: new(saved(sda, 128, 4096, "p")), read: reading{kib: 256},
 			want: view{Current: kib(256), Desired: 4096, Action: actionRepair}},
-		{name: "AtLeast repairs a value lowered by hand", policy: newPolicy("p", 4096, nil, atLeast),
+		{name: "AtLeast repairs a value lowered by hand", policy: readaheadtest.Policy("p", 4096, nil, atLeast),
 			saved: new(saved(sda, 128, 4096, "p")), read: reading{kib: 512},
 			want: view{Current: kib(512), Desired: 4096, Action: actionRepair}},
-		{name: "the policy changed: update", policy: newPolicy("p", 8192, nil), saved: new(saved(sda, 128, 4096, "p")), read: reading{kib: 4096},
+		{name: "the policy changed: update", policy: readaheadtest.Policy("p", 8192, nil), saved: new(saved(sda, 128, 4096, "p")), read: reading{kib: 4096},
 			want: view{Current: kib(4096), Desired: 8192, Action: actionUpdate}},
-		{name: "saved but never set (interrupted): a first change", policy: newPolicy("p", 4096, nil),
+		{name: "saved but never set (interrupted): a first change", policy: readaheadtest.Policy("p", 4096, nil),
 			saved: &readahead.Entry{DeviceID: sda, OriginalKiB: 128}, read: reading{kib: 128},
 			want: view{Current: kib(128), Desired: 4096, Action: actionApply}},
-		{name: "unreadable: nothing is tried", policy: newPolicy("p", 4096, nil), read: reading{err: gone},
+		{name: "unreadable: nothing is tried", policy: readaheadtest.Policy("p", 4096, nil), read: reading{err: gone},
 			want: view{Desired: 4096, Err: gone.Error()}},
 	}
 	for _, tt := range tests {

@@ -73,8 +73,8 @@ func conditionView(c metav1.Condition) string {
 
 func TestPassAppliesReportsAndRestores(t *testing.T) {
 	h := newHarness(t)
-	bulk := newPolicy("bulk", 8192, []string{"sd?"}, priority(5))
-	base := newPolicy("base", 1024, []string{"sda"})
+	bulk := readaheadtest.Policy("bulk", 8192, []string{"sd?"}, readaheadtest.Priority(5))
+	base := readaheadtest.Policy("base", 1024, []string{"sda"})
 	rep := h.pass(t, bulk, base)
 
 	want := []v1alpha1.DeviceReadAheadStatus{
@@ -148,7 +148,7 @@ func TestPassAppliesReportsAndRestores(t *testing.T) {
 
 func TestPassRepairsDrift(t *testing.T) {
 	h := newHarness(t)
-	p := newPolicy("scan", 4096, []string{"sdb"})
+	p := readaheadtest.Policy("scan", 4096, []string{"sdb"})
 	h.pass(t, p)
 	h.drainEvents()
 	h.host.AddDevice(sdb, 256)
@@ -170,8 +170,8 @@ func TestPassFaultsAreReportedAndOthersGoOn(t *testing.T) {
 	h.host.RemoveDevice("sda")
 	h.host.FailSets("dm-0", syscall.EROFS)
 	rep := h.pass(t,
-		newPolicy("scan", 4096, []string{"sd?", "nvme*"}),
-		newPolicy("mysql", 8192, nil, mountPaths("/var/lib/mysql")),
+		readaheadtest.Policy("scan", 4096, []string{"sd?", "nvme*"}),
+		readaheadtest.Policy("mysql", 8192, nil, readaheadtest.MountPaths("/var/lib/mysql")),
 	)
 	if v, _ := h.host.Value("sdb"); v != 4096 {
 		t.Errorf("sdb = %d KiB, want 4096 despite the other faults", v)
@@ -206,7 +206,7 @@ func TestPassFaultsAreReportedAndOthersGoOn(t *testing.T) {
 		!strings.Contains(warnings[1], "sda (8:0): failed to read read-ahead") || !strings.Contains(warnings[1], `name pattern "nvme*"`) {
 		t.Errorf("warnings = %q", warnings)
 	}
-	h.pass(t, newPolicy("scan", 4096, []string{"sd?", "nvme*"}), newPolicy("mysql", 8192, nil, mountPaths("/var/lib/mysql")))
+	h.pass(t, readaheadtest.Policy("scan", 4096, []string{"sd?", "nvme*"}), readaheadtest.Policy("mysql", 8192, nil, readaheadtest.MountPaths("/var/lib/mysql")))
 	if got := h.drainEvents(); len(got) != 0 {
 		t.Errorf("lasting problems announced again: %q", got)
 	}
@@ -217,7 +217,7 @@ func TestPassWithCorruptStateChangesNothing(t *testing.T) {
 	if err := os.WriteFile(h.r.store.Path(), []byte(`{"version": 1, "devices": [`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rep := h.pass(t, newPolicy("scan", 4096, []string{"sd?"}))
+	rep := h.pass(t, readaheadtest.Policy("scan", 4096, []string{"sd?"}))
 	if sets := h.host.Sets(); len(sets) != 0 {
 		t.Errorf("a corrupt state file let %d writes through: %+v", len(sets), sets)
 	}
