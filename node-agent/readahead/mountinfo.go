@@ -1,7 +1,6 @@
 package readahead
 
 import (
-	"io"
 	"path"
 
 	"github.com/dbtune/scratch-operator/node-agent/mountinfo"
@@ -25,15 +24,6 @@ type Mount struct {
 
 func readMountInfo(file string) ([]Mount, error) {
 	entries, err := mountinfo.Read(file)
-	if err != nil {
-		return nil, err
-	}
-	return mountsOf(entries), nil
-}
-
-// parseMountInfo reads a mount table from r; see mountinfo.Parse.
-func parseMountInfo(r io.Reader) ([]Mount, error) {
-	entries, err := mountinfo.Parse(r)
 	if err != nil {
 		return nil, err
 	}

@@ -187,6 +187,10 @@ func probeOnce(ctx context.Context, bin string, args []string) (ProbeRun, error)
 	if !ok {
 		return ProbeRun{}, errors.New("no resource usage for the finished process")
 	}
+	peak := peakHWM(samples)
+	if peak == 0 {
+		return ProbeRun{}, errors.New("the agent exited before its memory could be sampled; its peak RSS is unknown")
+	}
 	var res probe.Result
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		return ProbeRun{}, fmt.Errorf("failed to parse the probe's JSON: %w", err)
@@ -194,7 +198,7 @@ func probeOnce(ctx context.Context, bin string, args []string) (ProbeRun, error)
 	return ProbeRun{
 		WallSeconds:     wall.Seconds(),
 		CPUSeconds:      time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(),
-		PeakRSSBytes:    peakHWM(samples),
+		PeakRSSBytes:    peak,
 		ProbeDurationMs: res.DurationMilliseconds,
 		Samples:         samples,
 	}, nil

@@ -216,9 +216,7 @@ func describeMachine(ctx context.Context) Machine {
 		RunAsRoot:     os.Geteuid() == 0,
 		PageReporting: describePageReporting(),
 	}
-	if kb, err := strconv.ParseInt(strings.TrimSuffix(procField("/proc/meminfo", "MemTotal"), " kB"), 10, 64); err == nil {
-		m.MemoryBytes = kb * 1024
-	}
+	m.MemoryBytes = meminfoBytes("MemTotal")
 	for tool, args := range map[string][]string{"fio": {"fio", "--version"}, "dd": {"dd", "--version"}, "hdparm": {"hdparm", "-V"}} {
 		out, _, err := execTool(ctx, args)
 		if line, _, _ := strings.Cut(strings.TrimSpace(out), "\n"); err == nil {
@@ -250,6 +248,15 @@ func loadAverage() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// meminfoBytes reads a "key: N kB" line of /proc/meminfo in bytes; 0 when it cannot.
+func meminfoBytes(key string) int64 {
+	kb, err := strconv.ParseInt(strings.TrimSuffix(procField("/proc/meminfo", key), " kB"), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return kb * 1024
 }
 
 // procField returns the value of the first "key: value" line of a /proc file.

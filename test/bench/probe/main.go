@@ -162,7 +162,7 @@ func benchmark(ctx context.Context, cfg *config, cl *Cleanups, logf func(string,
 	}
 	logf("machine: %s, %d cores, %s, kernel %s; load average %s; free page reporting %t (order during the run: %s), warming %s before runs that fill the page cache",
 		r.Machine.CPUModel, r.Machine.Cores, formatBytes(r.Machine.MemoryBytes), r.Machine.Kernel, r.Machine.LoadAvgStart,
-		r.Machine.PageReporting.Active, orDash(r.Machine.PageReporting.OrderDuringRun), formatBytes(cfg.warm))
+		r.Machine.PageReporting.Active, orUnchanged(r.Machine.PageReporting.OrderDuringRun), formatBytes(cfg.warm))
 	// The raw device read is a disk measurement (hdparm -t on the disk): a loop device over a tmpfs
 	// file would measure the loop driver copying memory, so only the disk target gets one.
 	diskDevice := ""
@@ -320,7 +320,7 @@ func deviceSuffix(info TargetInfo) string {
 	return s
 }
 
-func orDash(s string) string {
+func orUnchanged(s string) string {
 	if s == "" {
 		return "unchanged"
 	}

@@ -50,25 +50,18 @@ func describePageReporting() FreePageReporting {
 	return r
 }
 
-// defaultWarm is 4 GiB, or a quarter of the available memory on a smaller machine. On the machine
-// the benchmark was written on, 2 GiB still left about a third of the buffered disk writes in the
-// slow mode, and 4 GiB none of them in 12 tries: the more memory is freed at once, the longer the
-// balloon driver takes to report all of it, and the run allocates while it is still backed.
+// defaultWarm is 4 GiB, or a quarter of the available memory on a smaller machine. The more
+// memory is freed at once, the longer the balloon takes to report all of it, and the run
+// allocates while it is still backed. On the machine the benchmark was written on, 2 GiB left
+// about a third of the buffered disk writes in the slow mode and 4 GiB none of 12; with more memory
+// free later, 4 GiB alone kept only 5 of 12 fast, hence raiseReportingOrder as well.
 func defaultWarm() int64 {
 	const most = 4 * probe.GiB
-	avail := memAvailable()
+	avail := meminfoBytes("MemAvailable")
 	if avail <= 0 {
 		return most
 	}
 	return min(most, avail/4)
-}
-
-func memAvailable() int64 {
-	kb, err := strconv.ParseInt(strings.TrimSuffix(procField("/proc/meminfo", "MemAvailable"), " kB"), 10, 64)
-	if err != nil {
-		return 0
-	}
-	return kb * 1024
 }
 
 // warmMemory faults in size bytes of anonymous memory and frees it again, untimed, right before a

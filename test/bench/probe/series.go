@@ -53,8 +53,8 @@ type Series struct {
 	References []Runner
 	// Note explains what the figures mean on this target when that is not obvious.
 	Note string
-	// Warm says the timed work allocates memory by the hundred megabytes (page cache, on either
-	// target), so every run is preceded by warmMemory. The other series skip it: it costs seconds.
+	// Warm says the timed work fills the page cache of a disk by the hundred megabytes, so every
+	// run is preceded by warmMemory. The other series skip it, tmpfs among them: it costs seconds.
 	Warm bool
 	// Short says a run times a tenth of a second or less, where one preempted millisecond moves a
 	// figure by percents: such a series gets shortRoundsFactor times as many rounds.
