@@ -27,6 +27,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/dbtune/scratch-operator/node-agent/cmd/probeflags"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
@@ -65,7 +67,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.idle, "idle", 20*time.Second, "how long to watch node-agent run idle after its first run")
 	c.warm = defaultWarm()
 	fs.Func("warm-memory", "memory to fault in and free before every run, untimed, so that no run allocates from memory the hypervisor reclaimed: bytes or a quantity, 0 for none (default: 4Gi, or a quarter of the available memory if less)", func(s string) error {
-		if s == "0" {
+		if q, err := resource.ParseQuantity(s); err == nil && q.IsZero() {
 			c.warm = 0
 			return nil
 		}

@@ -158,3 +158,18 @@ func TestDDNetOfItsInput(t *testing.T) {
 		t.Errorf("dd's file was left behind: %v", err)
 	}
 }
+
+func TestParseWarmMemory(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "0Gi": 0, "1Gi": probe.GiB, "512Mi": 512 * probe.MiB} {
+		cfg, err := parseFlags([]string{"--warm-memory", in}, &strings.Builder{})
+		if err != nil || cfg.warm != want {
+			t.Errorf("--warm-memory %s = %v, %v; want %d", in, cfg, err, want)
+		}
+	}
+	for _, in := range []string{"-1Gi", "lots"} {
+		var stderr strings.Builder
+		if _, err := parseFlags([]string{"--warm-memory", in}, &stderr); err == nil {
+			t.Errorf("--warm-memory %s was accepted", in)
+		}
+	}
+}
