@@ -11,31 +11,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dbtune/scratch-operator/api/conditions"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 )
 
-// Condition reasons set by the controller itself (the others come from inject's problems and notes).
-const (
-	ReasonReady                = "Ready"
-	ReasonTargetFound          = "TargetFound"
-	ReasonTargetNotFound       = "TargetNotFound"
-	ReasonNoConflict           = "NoConflict"
-	ReasonInjected             = "Injected"
-	ReasonRolledOut            = "RolledOut"
-	ReasonRollingOut           = "RollingOut"
-	ReasonWaitingForController = "WaitingForStatefulSetController"
-	ReasonOnDelete             = "WaitingForPodDeletion"
-	ReasonPartitioned          = "HeldBackByPartition"
-)
-
 // conflictReasons are problems caused by something else already in the pod template.
 var conflictReasons = map[string]bool{
-	inject.ReasonMountPathInUse: true, inject.ReasonVolumeNameInUse: true, inject.ReasonOverriddenByArgs: true,
-	inject.ReasonConfigDirUnusable: true, inject.ReasonArgsIgnored: true, ReasonScratchVolumeConflict: true,
+	v1alpha1.ReasonMountPathInUse: true, v1alpha1.ReasonVolumeNameInUse: true, v1alpha1.ReasonOverriddenByArgs: true,
+	v1alpha1.ReasonConfigDirUnusable: true, v1alpha1.ReasonArgsIgnored: true, v1alpha1.ReasonScratchVolumeConflict: true,
 }
 
 // report gathers, during one reconcile, what happened to each target; it becomes the status.
@@ -75,7 +61,7 @@ func (rep *report) add(sts *appsv1.StatefulSet, o *outcome) {
 
 func (rep *report) blocked(sts *appsv1.StatefulSet, o *outcome, ts *v1alpha1.ScratchTargetStatus) {
 	f := finding{sts.Name, o.problem.Reason, o.problem.Message}
-	if o.problem.Reason == inject.ReasonMemoryBudget {
+	if o.problem.Reason == v1alpha1.ReasonMemoryBudget {
 		rep.memory = append(rep.memory, f)
 	} else {
 		rep.problems = append(rep.problems, f)
@@ -101,7 +87,7 @@ func (rep *report) injected(sts *appsv1.StatefulSet, plan *inject.Plan, ts *v1al
 	for _, n := range plan.Notes {
 		f := finding{sts.Name, n.Reason, n.Message}
 		switch n.Reason {
-		case inject.NoteNoMemoryLimit, inject.NoteMemoryBudgetCovered, inject.NoteMemoryReserved, inject.NoteMemoryNotAccounted:
+		case v1alpha1.ReasonNoMemoryLimit, v1alpha1.ReasonMemoryBudgetCovered, v1alpha1.ReasonMemoryReserved, v1alpha1.ReasonMemoryNotAccounted:
 			rep.memory = append(rep.memory, f)
 		default:
 			rep.notes = append(rep.notes, f)
@@ -127,19 +113,19 @@ func rollout(sts *appsv1.StatefulSet, hash string) (reason, message string, done
 	want := replicas(sts)
 	switch {
 	case !hasHash(sts, hash):
-		return ReasonRollingOut, "the pod template was just updated; the StatefulSet controller has not picked it up yet", false
+		return v1alpha1.ReasonRollingOut, "the pod template was just updated; the StatefulSet controller has not picked it up yet", false
 	case sts.Status.ObservedGeneration < sts.Generation:
-		return ReasonWaitingForController, fmt.Sprintf("the StatefulSet controller has not observed generation %d yet", sts.Generation), false
+		return v1alpha1.ReasonWaitingForController, fmt.Sprintf("the StatefulSet controller has not observed generation %d yet", sts.Generation), false
 	case sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && sts.Status.UpdatedReplicas < want:
-		return ReasonOnDelete, fmt.Sprintf("updateStrategy is OnDelete: %d of %d pods run the injected template; delete the others to finish",
+		return v1alpha1.ReasonOnDelete, fmt.Sprintf("updateStrategy is OnDelete: %d of %d pods run the injected template; delete the others to finish",
 			sts.Status.UpdatedReplicas, want), false
 	case partition(sts) > 0 && sts.Status.UpdatedReplicas < want:
-		return ReasonPartitioned, fmt.Sprintf("rollingUpdate.partition %d keeps pods 0..%d on the old template; %d of %d pods run the injected one",
+		return v1alpha1.ReasonPartitioned, fmt.Sprintf("rollingUpdate.partition %d keeps pods 0..%d on the old template; %d of %d pods run the injected one",
 			partition(sts), partition(sts)-1, sts.Status.UpdatedReplicas, want), false
 	case sts.Status.UpdatedReplicas < want || sts.Status.CurrentRevision != sts.Status.UpdateRevision:
-		return ReasonRollingOut, fmt.Sprintf("%d of %d pods run the injected template", sts.Status.UpdatedReplicas, want), false
+		return v1alpha1.ReasonRollingOut, fmt.Sprintf("%d of %d pods run the injected template", sts.Status.UpdatedReplicas, want), false
 	}
-	return ReasonRolledOut, "", true
+	return v1alpha1.ReasonRolledOut, "", true
 }
 
 func hasHash(sts *appsv1.StatefulSet, hash string) bool {
@@ -176,25 +162,25 @@ func (rep *report) conditions() []metav1.Condition {
 			blockers = append(blockers, p)
 		}
 	}
-	found := c(v1alpha1.ConditionTargetFound, rep.targetsFound > 0, ReasonTargetFound,
+	found := c(v1alpha1.ConditionTargetFound, rep.targetsFound > 0, v1alpha1.ReasonTargetFound,
 		fmt.Sprintf("%d StatefulSet(s) selected", rep.targetsFound))
 	if rep.targetsFound == 0 {
-		found.Reason, found.Message = ReasonTargetNotFound, rep.noTargetMessage()
+		found.Reason, found.Message = v1alpha1.ReasonTargetNotFound, rep.noTargetMessage()
 	}
-	conflict := c(v1alpha1.ConditionConflict, len(conflicts) > 0, ReasonNoConflict, "nothing in the way")
+	conflict := c(v1alpha1.ConditionConflict, len(conflicts) > 0, v1alpha1.ReasonNoConflict, "nothing in the way")
 	if len(conflicts) > 0 {
 		conflict.Reason, conflict.Message = conflicts[0].reason, summarize(conflicts)
 	}
 	memory := rep.memoryCondition(c)
 	injected := rep.injectedCondition(c, append(append([]finding{}, blockers...), append(conflicts, rep.memoryBlocked()...)...))
-	rolled := c(v1alpha1.ConditionRolledOut, len(rep.rollout) == 0 && injected.Status == metav1.ConditionTrue, ReasonRolledOut,
+	rolled := c(v1alpha1.ConditionRolledOut, len(rep.rollout) == 0 && injected.Status == metav1.ConditionTrue, v1alpha1.ReasonRolledOut,
 		"every pod runs the injected template")
 	if len(rep.rollout) > 0 {
 		rolled.Reason, rolled.Message = rep.rollout[0].reason, summarize(rep.rollout)
 	} else if injected.Status != metav1.ConditionTrue {
 		rolled.Reason, rolled.Message = injected.Reason, "nothing to roll out until the injection succeeds"
 	}
-	ready := c(v1alpha1.ConditionReady, true, ReasonReady, "every target is injected and rolled out")
+	ready := c(v1alpha1.ConditionReady, true, v1alpha1.ReasonReady, "every target is injected and rolled out")
 	for _, cond := range []metav1.Condition{found, injected, rolled} {
 		if cond.Status != metav1.ConditionTrue {
 			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, cond.Reason, cond.Message
@@ -214,7 +200,7 @@ func (rep *report) noTargetMessage() string {
 func (rep *report) memoryBlocked() []finding {
 	var out []finding
 	for _, m := range rep.memory {
-		if m.reason == inject.ReasonMemoryBudget {
+		if m.reason == v1alpha1.ReasonMemoryBudget {
 			out = append(out, m)
 		}
 	}
@@ -226,14 +212,14 @@ func (rep *report) memoryCondition(c func(string, bool, string, string) metav1.C
 		return c(v1alpha1.ConditionMemoryBudget, false, blocked[0].reason, summarize(blocked))
 	}
 	for _, m := range rep.memory {
-		if m.reason == inject.NoteNoMemoryLimit {
+		if m.reason == v1alpha1.ReasonNoMemoryLimit {
 			cond := c(v1alpha1.ConditionMemoryBudget, false, m.reason, summarize([]finding{m}))
 			cond.Status = metav1.ConditionUnknown
 			return cond
 		}
 	}
 	if len(rep.memory) == 0 {
-		cond := c(v1alpha1.ConditionMemoryBudget, false, ReasonTargetNotFound, "no target to account memory for")
+		cond := c(v1alpha1.ConditionMemoryBudget, false, v1alpha1.ReasonTargetNotFound, "no target to account memory for")
 		cond.Status = metav1.ConditionUnknown
 		return cond
 	}
@@ -243,7 +229,7 @@ func (rep *report) memoryCondition(c func(string, bool, string, string) metav1.C
 func (rep *report) injectedCondition(c func(string, bool, string, string) metav1.Condition, blocked []finding) metav1.Condition {
 	switch {
 	case rep.targetsFound == 0:
-		return c(v1alpha1.ConditionInjected, false, ReasonTargetNotFound, rep.noTargetMessage())
+		return c(v1alpha1.ConditionInjected, false, v1alpha1.ReasonTargetNotFound, rep.noTargetMessage())
 	case len(blocked) > 0:
 		return c(v1alpha1.ConditionInjected, false, blocked[0].reason, summarize(blocked)+"; the StatefulSet was left untouched")
 	}
@@ -251,21 +237,17 @@ func (rep *report) injectedCondition(c func(string, bool, string, string) metav1
 	if len(rep.notes) > 0 {
 		msg += "; " + summarize(rep.notes)
 	}
-	return c(v1alpha1.ConditionInjected, true, ReasonInjected, msg)
+	return c(v1alpha1.ConditionInjected, true, v1alpha1.ReasonInjected, msg)
 }
 
 // summarize joins findings into one message, bounded so that a large fleet stays readable.
 func summarize(fs []finding) string {
 	const maxShown = 5
-	parts := make([]string, 0, min(len(fs), maxShown)+1)
-	for i, f := range fs {
-		if i == maxShown {
-			parts = append(parts, fmt.Sprintf("and %d more", len(fs)-maxShown))
-			break
-		}
+	parts := make([]string, 0, len(fs))
+	for _, f := range fs {
 		parts = append(parts, f.target+": "+f.message)
 	}
-	return strings.Join(parts, "; ")
+	return conditions.List(parts, maxShown)
 }
 
 // updateStatus writes the status once per reconcile, only when it changed, and emits a Warning Event
@@ -304,12 +286,12 @@ func (r *ScratchVolumeReconciler) warnOnNewProblems(sv *v1alpha1.ScratchVolume, 
 	for _, t := range []string{v1alpha1.ConditionInjected, v1alpha1.ConditionMemoryBudget} {
 		cur := meta.FindStatusCondition(status.Conditions, t)
 		old := meta.FindStatusCondition(sv.Status.Conditions, t)
-		if cur == nil || cur.Status == metav1.ConditionTrue || cur.Reason == ReasonTargetNotFound ||
+		if cur == nil || cur.Status == metav1.ConditionTrue || cur.Reason == v1alpha1.ReasonTargetNotFound ||
 			(old != nil && old.Message == cur.Message) {
 			continue
 		}
 		reason := EventBlocked
-		if cur.Reason == inject.NoteNoMemoryLimit {
+		if cur.Reason == v1alpha1.ReasonNoMemoryLimit {
 			reason = EventMemoryWarning
 		}
 		r.Recorder.Eventf(sv, nil, corev1.EventTypeWarning, reason, actionCheck, "%s", cur.Message)

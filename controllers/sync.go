@@ -17,10 +17,6 @@ import (
 	"github.com/dbtune/scratch-operator/controllers/inject"
 )
 
-// ReasonScratchVolumeConflict: another, older ScratchVolume already serves the same container and
-// purpose, or mounts at the same path.
-const ReasonScratchVolumeConflict = "ScratchVolumeConflict"
-
 // outcome is what became of one ScratchVolume on one StatefulSet.
 type outcome struct {
 	sv      *v1alpha1.ScratchVolume
@@ -79,7 +75,7 @@ func decide(svs []v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) map[string]*o
 		if err != nil {
 			var p *inject.Problem
 			if !errors.As(err, &p) {
-				p = &inject.Problem{Reason: inject.ReasonInvalidLayout, Message: err.Error()}
+				p = &inject.Problem{Reason: v1alpha1.ReasonInvalidLayout, Message: err.Error()}
 			}
 			o.problem, o.kept = p, injected[sv.Name]
 			continue
@@ -102,7 +98,7 @@ func claim(claims map[string]string, sv *v1alpha1.ScratchVolume, plan *inject.Pl
 	}
 	for _, k := range keys {
 		if owner, taken := claims[k.key]; taken {
-			return &inject.Problem{Reason: ReasonScratchVolumeConflict, Message: fmt.Sprintf(
+			return &inject.Problem{Reason: v1alpha1.ReasonScratchVolumeConflict, Message: fmt.Sprintf(
 				"ScratchVolume %s, which is older, already provides %s: delete one of the two, or point this one at another container or mount path",
 				owner, k.what)}
 		}

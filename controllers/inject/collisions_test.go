@@ -17,11 +17,11 @@ func TestCollisions(t *testing.T) {
 		return &corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 	}
 	overridden := func(flags string) result {
-		return result{Problem: &inject.Problem{Reason: inject.ReasonOverriddenByArgs, Message: "container db passes " + flags +
+		return result{Problem: &inject.Problem{Reason: v1alpha1.ReasonOverriddenByArgs, Message: "container db passes " + flags +
 			" on its command line, which would override the drop-in file: remove it, or set spec.mysql.injection: Args"}}
 	}
 	alreadyPasses := func(flag string) result {
-		return result{Problem: &inject.Problem{Reason: inject.ReasonOverriddenByArgs,
+		return result{Problem: &inject.Problem{Reason: v1alpha1.ReasonOverriddenByArgs,
 			Message: "container db already passes --" + flag + ": remove it from the args, the ScratchVolume sets it"}}
 	}
 	ok := result{Container: dbContainer}
@@ -34,7 +34,7 @@ func TestCollisions(t *testing.T) {
 		name: "volume name taken",
 		sv:   scratchVolume(),
 		sts:  []stsOption{dbMount(corev1.VolumeMount{Name: "dbtune-scratch-tmp", MountPath: "/cache"}, emptyDir("dbtune-scratch-tmp"))},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonVolumeNameInUse,
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonVolumeNameInUse,
 			Message: `the pod template already has a volume named "dbtune-scratch-tmp": rename it, or rename the ScratchVolume`}},
 	}, {
 		name: "volume name taken by a volume no container mounts",
@@ -42,25 +42,25 @@ func TestCollisions(t *testing.T) {
 		sts: []stsOption{func(s *appsv1.StatefulSet) {
 			s.Spec.Template.Spec.Volumes = append(s.Spec.Template.Spec.Volumes, *emptyDir("dbtune-scratch-tmp"))
 		}},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonVolumeNameInUse,
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonVolumeNameInUse,
 			Message: `the pod template already has a volume named "dbtune-scratch-tmp": rename it, or rename the ScratchVolume`}},
 	}, {
 		name: "mount path taken",
 		sv:   scratchVolume(),
 		sts:  []stsOption{dbMount(corev1.VolumeMount{Name: "cache", MountPath: "/var/lib/mysql-tmp"}, emptyDir("cache"))},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonMountPathInUse,
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonMountPathInUse,
 			Message: `container db already mounts volume "cache" at /var/lib/mysql-tmp: set spec.mountPath to a free directory`}},
 	}, {
 		name: "mount path taken, spelled with a trailing slash",
 		sv:   scratchVolume(),
 		sts:  []stsOption{dbMount(corev1.VolumeMount{Name: "cache", MountPath: "/var/lib/mysql-tmp/"}, emptyDir("cache"))},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonMountPathInUse,
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonMountPathInUse,
 			Message: `container db already mounts volume "cache" at /var/lib/mysql-tmp: set spec.mountPath to a free directory`}},
 	}, {
 		name: "custom mount path taken",
 		sv:   scratchVolume(mountPath("/cache")),
 		sts:  []stsOption{dbMount(corev1.VolumeMount{Name: "cache", MountPath: "/cache"}, emptyDir("cache"))},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonMountPathInUse,
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonMountPathInUse,
 			Message: `container db already mounts volume "cache" at /cache: set spec.mountPath to a free directory`}},
 	}, {
 		name: "mount path used in another container only",
@@ -75,13 +75,13 @@ func TestCollisions(t *testing.T) {
 		name: "include directory mounted by the user",
 		sv:   scratchVolume(),
 		sts:  []stsOption{dbMount(corev1.VolumeMount{Name: "my-cnf", MountPath: "/etc/mysql/conf.d"}, configMapVolume("my-cnf"))},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonConfigDirUnusable,
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonConfigDirUnusable,
 			Message: `container db mounts volume "my-cnf" at /etc/mysql/conf.d, so no file can be added to /etc/mysql/conf.d: add the drop-in to that volume yourself, set spec.mysql.configDir to another included directory, or set spec.mysql.injection: Args`}},
 	}, {
 		name: "parent of the include directory mounted by the user",
 		sv:   scratchVolume(),
 		sts:  []stsOption{dbMount(corev1.VolumeMount{Name: "etc-mysql", MountPath: "/etc/mysql"}, configMapVolume("etc-mysql"))},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonConfigDirUnusable,
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonConfigDirUnusable,
 			Message: `container db mounts volume "etc-mysql" at /etc/mysql, so no file can be added to /etc/mysql/conf.d: add the drop-in to that volume yourself, set spec.mysql.configDir to another included directory, or set spec.mysql.injection: Args`}},
 	}, {
 		name: "include directory mounted by the user, Args mode does not need it",
@@ -156,35 +156,35 @@ func TestCollisions(t *testing.T) {
 		sv:   scratchVolume(),
 		sts: []stsOption{dbMount(corev1.VolumeMount{Name: "my-cnf", MountPath: "/etc/mysql/conf.d/zz-dbtune-scratch.cnf", SubPath: "x.cnf"},
 			configMapVolume("my-cnf"))},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonMountPathInUse}},
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonMountPathInUse}},
 	}, {
 		name: "drop-in volume name taken",
 		sv:   scratchVolume(),
 		sts:  []stsOption{dbMount(corev1.VolumeMount{Name: "dbtune-mycnf-tmp", MountPath: "/extra"}, emptyDir("dbtune-mycnf-tmp"))},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonVolumeNameInUse}},
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonVolumeNameInUse}},
 	}, {
 		name: "init container name taken",
 		sv:   scratchVolume(),
 		sts: []stsOption{func(s *appsv1.StatefulSet) {
 			s.Spec.Template.Spec.InitContainers = append(s.Spec.Template.Spec.InitContainers, ctr("dbtune-init-tmp", "busybox:1.36"))
 		}},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonVolumeNameInUse}},
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonVolumeNameInUse}},
 	}, {
 		name: "disk fallback volume name taken",
 		sv:   scratchVolume(),
 		sts:  []stsOption{noData(), dbMount(corev1.VolumeMount{Name: "dbtune-disk-tmp", MountPath: "/extra"}, emptyDir("dbtune-disk-tmp"))},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonVolumeNameInUse}},
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonVolumeNameInUse}},
 	}, {
 		name: "disk fallback mount path taken",
 		sv:   scratchVolume(),
 		sts:  []stsOption{noData(), dbMount(corev1.VolumeMount{Name: "spill", MountPath: v1alpha1.DiskFallbackMountPath}, emptyDir("spill"))},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonMountPathInUse,
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonMountPathInUse,
 			Message: `container db already mounts volume "spill" at /var/lib/mysql-disk-tmp: mount the data directory on a volumeClaimTemplate`}},
 	}, {
 		name: "custom mount path on the disk fallback path",
 		sv:   scratchVolume(mountPath(v1alpha1.DiskFallbackMountPath)),
 		sts:  []stsOption{noData()},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonMountPathInUse,
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonMountPathInUse,
 			Message: "spec.mountPath /var/lib/mysql-disk-tmp is where the disk-backed directories go when the data directory is on no volume: choose another"}},
 	}}
 	for _, tt := range tests {

@@ -18,7 +18,7 @@ func selectContainer(sv *v1alpha1.ScratchVolume, pod *corev1.PodSpec) (*corev1.C
 				return &pod.Containers[i], nil
 			}
 		}
-		return nil, problemf(ReasonContainerNotFound,
+		return nil, problemf(v1alpha1.ReasonContainerNotFound,
 			"the pod template has no container %q (it has %s): fix spec.container",
 			name, containerNames(pod.Containers))
 	}
@@ -26,7 +26,7 @@ func selectContainer(sv *v1alpha1.ScratchVolume, pod *corev1.PodSpec) (*corev1.C
 		if len(pod.Containers) == 1 {
 			return &pod.Containers[0], nil
 		}
-		return nil, problemf(ReasonContainerAmbiguous,
+		return nil, problemf(v1alpha1.ReasonContainerAmbiguous,
 			"the pod template has %d containers (%s): set spec.container to the one that gets the volume",
 			len(pod.Containers), containerNames(pod.Containers))
 	}
@@ -40,7 +40,7 @@ func selectContainer(sv *v1alpha1.ScratchVolume, pod *corev1.PodSpec) (*corev1.C
 	case 1:
 		return found[0], nil
 	case 0:
-		return nil, problemf(ReasonContainerNotFound,
+		return nil, problemf(v1alpha1.ReasonContainerNotFound,
 			"no container runs a MySQL-compatible image (containers: %s): set spec.container, and spec.mysql.flavor and version for a custom image",
 			containerImages(pod.Containers))
 	default:
@@ -48,7 +48,7 @@ func selectContainer(sv *v1alpha1.ScratchVolume, pod *corev1.PodSpec) (*corev1.C
 		for _, c := range found {
 			dbs = append(dbs, *c)
 		}
-		return nil, problemf(ReasonContainerAmbiguous,
+		return nil, problemf(v1alpha1.ReasonContainerAmbiguous,
 			"several containers run a MySQL-compatible image (%s): set spec.container", containerImages(dbs))
 	}
 }

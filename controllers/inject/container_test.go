@@ -48,17 +48,17 @@ func TestContainerSelection(t *testing.T) {
 		// spec.container wins over detection, even for an image detection would not pick.
 		name: "spec.container names a sidecar for MySQLTmpdir",
 		sv:   scratchVolume(ignore, container("metrics")),
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonUnknownImage, Message: `container metrics: cannot tell the database flavor and version of image "prom/mysqld-exporter:v0.15.1": repository "prom/mysqld-exporter" is not a MySQL, MariaDB or Percona image this operator knows; set spec.mysql.flavor and spec.mysql.version`}},
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonUnknownImage, Message: `container metrics: cannot tell the database flavor and version of image "prom/mysqld-exporter:v0.15.1": repository "prom/mysqld-exporter" is not a MySQL, MariaDB or Percona image this operator knows; set spec.mysql.flavor and spec.mysql.version`}},
 	}, {
 		name: "spec.container names no container",
 		sv:   scratchVolume(ignore, container("mysqld")),
 		sts:  []stsOption{sidecars(exporter, busybox)},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonContainerNotFound,
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonContainerNotFound,
 			Message: `the pod template has no container "mysqld" (it has db, metrics, shell): fix spec.container`}},
 	}, {
 		name: "spec.container does not pick an init container",
 		sv:   scratchVolume(ignore, container("wait-for-dns")),
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonContainerNotFound,
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonContainerNotFound,
 			Message: `the pod template has no container "wait-for-dns" (it has db, metrics): fix spec.container`}},
 	}, {
 		name: "detected among exporter, backup, router and shell sidecars",
@@ -77,7 +77,7 @@ func TestContainerSelection(t *testing.T) {
 		name: "two database containers are ambiguous",
 		sv:   scratchVolume(ignore),
 		sts:  []stsOption{sidecars(exporter, ctr("legacy", "mariadb:10.11"))},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonContainerAmbiguous,
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonContainerAmbiguous,
 			Message: "several containers run a MySQL-compatible image (db=mysql:8.0.36, legacy=mariadb:10.11): set spec.container"}},
 	}, {
 		name: "spec.container settles the ambiguity",
@@ -88,7 +88,7 @@ func TestContainerSelection(t *testing.T) {
 		name: "no database container",
 		sv:   scratchVolume(ignore),
 		sts:  []stsOption{onlyContainers(ctr("app", "registry.example.com/acme/db-server:2024.1"), exporter)},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonContainerNotFound,
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonContainerNotFound,
 			Message: "no container runs a MySQL-compatible image (containers: app=registry.example.com/acme/db-server:2024.1, metrics=prom/mysqld-exporter:v0.15.1): set spec.container, and spec.mysql.flavor and version for a custom image"}},
 	}, {
 		name: "a database image in an init container only is not detected",
@@ -96,7 +96,7 @@ func TestContainerSelection(t *testing.T) {
 		sts: []stsOption{onlyContainers(busybox), func(s *appsv1.StatefulSet) {
 			s.Spec.Template.Spec.InitContainers = []corev1.Container{ctr("restore", "mysql:8.0.36")}
 		}},
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonContainerNotFound,
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonContainerNotFound,
 			Message: "no container runs a MySQL-compatible image (containers: shell=busybox:1.36): set spec.container, and spec.mysql.flavor and version for a custom image"}},
 	}, {
 		name: "Generic with one container takes it",
@@ -106,7 +106,7 @@ func TestContainerSelection(t *testing.T) {
 	}, {
 		name: "Generic with two containers is ambiguous, even with one database",
 		sv:   scratchVolume(ignore, generic()),
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonContainerAmbiguous,
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonContainerAmbiguous,
 			Message: "the pod template has 2 containers (db, metrics): set spec.container to the one that gets the volume"}},
 	}, {
 		name: "Generic with two containers and spec.container",
@@ -115,7 +115,7 @@ func TestContainerSelection(t *testing.T) {
 	}, {
 		name: "Generic with spec.container naming no container",
 		sv:   scratchVolume(ignore, generic(), container("sidecar")),
-		want: result{Problem: &inject.Problem{Reason: inject.ReasonContainerNotFound,
+		want: result{Problem: &inject.Problem{Reason: v1alpha1.ReasonContainerNotFound,
 			Message: `the pod template has no container "sidecar" (it has db, metrics): fix spec.container`}},
 	}}
 	for _, tt := range tests {

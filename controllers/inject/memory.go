@@ -23,19 +23,19 @@ func memoryBudget(sv *v1alpha1.ScratchVolume, c *corev1.Container) (reserve *res
 		_, hasReq := c.Resources.Requests[corev1.ResourceMemory]
 		_, hasLim := c.Resources.Limits[corev1.ResourceMemory]
 		if !hasReq && !hasLim {
-			return nil, Note{Reason: NoteNoMemoryLimit, Message: fmt.Sprintf(
+			return nil, Note{Reason: v1alpha1.ReasonNoMemoryLimit, Message: fmt.Sprintf(
 				"container %s sets no memory request or limit, so there is nothing to reserve the %s in; set them, and the volume is added to both",
 				c.Name, size.String())}, nil
 		}
-		return &size, Note{Reason: NoteMemoryReserved, Message: fmt.Sprintf(
+		return &size, Note{Reason: v1alpha1.ReasonMemoryReserved, Message: fmt.Sprintf(
 			"%s added to the memory request and limit of container %s", size.String(), c.Name)}, nil
 	case v1alpha1.MemoryIgnore:
-		return nil, Note{Reason: NoteMemoryNotAccounted, Message: fmt.Sprintf(
+		return nil, Note{Reason: v1alpha1.ReasonMemoryNotAccounted, Message: fmt.Sprintf(
 			"memory accounting is off: up to %s of tmpfs pages count against container %s's memory limit", size.String(), c.Name)}, nil
 	}
 	limit, hasLimit := c.Resources.Limits[corev1.ResourceMemory]
 	if !hasLimit {
-		return nil, Note{Reason: NoteNoMemoryLimit, Message: fmt.Sprintf(
+		return nil, Note{Reason: v1alpha1.ReasonNoMemoryLimit, Message: fmt.Sprintf(
 			"container %s has no memory limit, so nothing bounds tmpfs plus the database; set a limit, or spec.memory.accounting: Reserve",
 			c.Name)}, nil
 	}
@@ -46,11 +46,11 @@ func memoryBudget(sv *v1alpha1.ScratchVolume, c *corev1.Container) (reserve *res
 	if limit.Cmp(need) < 0 {
 		short := need.DeepCopy()
 		short.Sub(limit)
-		return nil, Note{}, problemf(ReasonMemoryBudget,
+		return nil, Note{}, problemf(v1alpha1.ReasonMemoryBudget,
 			"container %s has a %s memory limit but needs at least %s (%s): raise the limit by %s, lower spec.size, or set spec.memory.accounting: Reserve",
 			c.Name, limit.String(), need.String(), breakdown, short.String())
 	}
-	return nil, Note{Reason: NoteMemoryBudgetCovered, Message: fmt.Sprintf(
+	return nil, Note{Reason: v1alpha1.ReasonMemoryBudgetCovered, Message: fmt.Sprintf(
 		"container %s's %s memory limit covers %s (%s)", c.Name, limit.String(), need.String(), breakdown)}, nil
 }
 
@@ -65,7 +65,7 @@ func memoryNeed(sv *v1alpha1.ScratchVolume, c *corev1.Container) (resource.Quant
 	if sv.Spec.Purpose == v1alpha1.PurposeMySQLTmpdir {
 		pool, found, err := mysql.BufferPoolSize(append(append([]string{}, c.Command...), c.Args...))
 		if err != nil {
-			return need, "", problemf(ReasonInvalidArgs, "container %s: %v", c.Name, err)
+			return need, "", problemf(v1alpha1.ReasonInvalidArgs, "container %s: %v", c.Name, err)
 		}
 		if found {
 			q := *resource.NewQuantity(pool, resource.BinarySI)

@@ -21,8 +21,8 @@ type memoryResult struct {
 
 // memoryNotes are the note reasons memoryBudget produces; every plan carries exactly one.
 var memoryNotes = map[string]bool{
-	inject.NoteNoMemoryLimit: true, inject.NoteMemoryReserved: true,
-	inject.NoteMemoryNotAccounted: true, inject.NoteMemoryBudgetCovered: true,
+	v1alpha1.ReasonNoMemoryLimit: true, v1alpha1.ReasonMemoryReserved: true,
+	v1alpha1.ReasonMemoryNotAccounted: true, v1alpha1.ReasonMemoryBudgetCovered: true,
 }
 
 func memoryOf(t *testing.T, sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) memoryResult {
@@ -48,10 +48,10 @@ func memoryOf(t *testing.T, sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet)
 
 func TestMemoryBudget(t *testing.T) {
 	covered := func(msg string) memoryResult {
-		return memoryResult{Note: &inject.Note{Reason: inject.NoteMemoryBudgetCovered, Message: msg}}
+		return memoryResult{Note: &inject.Note{Reason: v1alpha1.ReasonMemoryBudgetCovered, Message: msg}}
 	}
 	short := func(msg string) memoryResult {
-		return memoryResult{Problem: &inject.Problem{Reason: inject.ReasonMemoryBudget, Message: msg}}
+		return memoryResult{Problem: &inject.Problem{Reason: v1alpha1.ReasonMemoryBudget, Message: msg}}
 	}
 	tests := []struct {
 		name string
@@ -109,31 +109,31 @@ func TestMemoryBudget(t *testing.T) {
 		name: "no limit: injected, with a note",
 		sv:   scratchVolume(),
 		sts:  withSTS(mysqlSTS(), dbMemory("2Gi", "")),
-		want: memoryResult{Note: &inject.Note{Reason: inject.NoteNoMemoryLimit,
+		want: memoryResult{Note: &inject.Note{Reason: v1alpha1.ReasonNoMemoryLimit,
 			Message: "container db has no memory limit, so nothing bounds tmpfs plus the database; set a limit, or spec.memory.accounting: Reserve"}},
 	}, {
 		name: "bad buffer pool suffix",
 		sv:   scratchVolume(),
 		sts:  withSTS(mysqlSTS(), dbArgs("--innodb-buffer-pool-size=1GB")),
-		want: memoryResult{Problem: &inject.Problem{Reason: inject.ReasonInvalidArgs,
+		want: memoryResult{Problem: &inject.Problem{Reason: v1alpha1.ReasonInvalidArgs,
 			Message: `container db: invalid innodb_buffer_pool_size "1GB": unknown suffix "GB" (use K, M, G, T, P or E)`}},
 	}, {
 		name: "buffer pool without a number",
 		sv:   scratchVolume(),
 		sts:  withSTS(mysqlSTS(), dbArgs("--innodb-buffer-pool-size=")),
-		want: memoryResult{Problem: &inject.Problem{Reason: inject.ReasonInvalidArgs,
+		want: memoryResult{Problem: &inject.Problem{Reason: v1alpha1.ReasonInvalidArgs,
 			Message: `container db: invalid innodb_buffer_pool_size "": it must start with a non-negative whole number`}},
 	}, {
 		name: "Reserve adds the size",
 		sv:   scratchVolume(accounting(v1alpha1.MemoryReserve), size("1Gi")),
 		sts:  withSTS(mysqlSTS(), dbMemory("1Gi", "1Gi")),
-		want: memoryResult{Reserve: "1Gi", Note: &inject.Note{Reason: inject.NoteMemoryReserved,
+		want: memoryResult{Reserve: "1Gi", Note: &inject.Note{Reason: v1alpha1.ReasonMemoryReserved,
 			Message: "1Gi added to the memory request and limit of container db"}},
 	}, {
 		name: "Ignore says what it skipped",
 		sv:   scratchVolume(accounting(v1alpha1.MemoryIgnore)),
 		sts:  withSTS(mysqlSTS(), dbMemory("256Mi", "256Mi")),
-		want: memoryResult{Note: &inject.Note{Reason: inject.NoteMemoryNotAccounted,
+		want: memoryResult{Note: &inject.Note{Reason: v1alpha1.ReasonMemoryNotAccounted,
 			Message: "memory accounting is off: up to 512Mi of tmpfs pages count against container db's memory limit"}},
 	}, {
 		name: "Generic on a plain container: size + headroom",

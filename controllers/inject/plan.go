@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/dbtune/scratch-operator/api/paths"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/mysql"
 )
@@ -115,7 +116,7 @@ func (p *Plan) checkNames(pod *corev1.PodSpec, c *corev1.Container) error {
 	for _, m := range mounts {
 		for _, um := range c.VolumeMounts {
 			if path.Clean(um.MountPath) == m.MountPath {
-				return problemf(ReasonMountPathInUse,
+				return problemf(v1alpha1.ReasonMountPathInUse,
 					"container %s already mounts volume %q at %s, where the ScratchVolume mounts its %s: free that path",
 					c.Name, um.Name, m.MountPath, m.Name)
 			}
@@ -124,7 +125,7 @@ func (p *Plan) checkNames(pod *corev1.PodSpec, c *corev1.Container) error {
 	if p.Init != nil {
 		for _, ic := range pod.InitContainers {
 			if ic.Name == p.Init.Name {
-				return problemf(ReasonVolumeNameInUse,
+				return problemf(v1alpha1.ReasonVolumeNameInUse,
 					"the pod template already has an init container named %q: rename it, or rename the ScratchVolume", ic.Name)
 			}
 		}
@@ -148,13 +149,13 @@ func scratchVolume(sv *v1alpha1.ScratchVolume) (corev1.Volume, corev1.VolumeMoun
 func checkCollisions(pod *corev1.PodSpec, c *corev1.Container, volume, mountPath string) error {
 	for _, v := range pod.Volumes {
 		if volume != "" && v.Name == volume {
-			return problemf(ReasonVolumeNameInUse,
+			return problemf(v1alpha1.ReasonVolumeNameInUse,
 				"the pod template already has a volume named %q: rename it, or rename the ScratchVolume", volume)
 		}
 	}
 	for _, m := range c.VolumeMounts {
 		if mountPath != "" && path.Clean(m.MountPath) == mountPath {
-			return problemf(ReasonMountPathInUse,
+			return problemf(v1alpha1.ReasonMountPathInUse,
 				"container %s already mounts volume %q at %s: set spec.mountPath to a free directory", c.Name, m.Name, mountPath)
 		}
 	}
@@ -167,7 +168,7 @@ func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c 
 	if err != nil {
 		var unknown *mysql.UnknownImageError
 		if errors.As(err, &unknown) {
-			return problemf(ReasonUnknownImage, "container %s: %v", c.Name, err)
+			return problemf(v1alpha1.ReasonUnknownImage, "container %s: %v", c.Name, err)
 		}
 		return fmt.Errorf("failed to classify image %s: %w", c.Image, err)
 	}
@@ -185,7 +186,7 @@ func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c 
 		}
 	}
 	if err := layout.Validate(profile); err != nil {
-		return problemf(ReasonInvalidLayout, "%v", err)
+		return problemf(v1alpha1.ReasonInvalidLayout, "%v", err)
 	}
 	if err := p.checkPersistentDirs(layout, data); err != nil {
 		return err
@@ -209,8 +210,8 @@ func (p *Plan) checkPersistentDirs(l mysql.Layout, data dataVolume) error {
 		root = data.Mount.MountPath
 	}
 	for _, d := range l.PersistentDirs() {
-		if !within(d, root) {
-			return problemf(ReasonInvalidLayout,
+		if !paths.Within(d, root) {
+			return problemf(v1alpha1.ReasonInvalidLayout,
 				"%s is not on the volume mounted at %s, so it would not survive a restart: choose a directory under %s (spec.mysql.replicaLoadDir)",
 				d, root, root)
 		}
@@ -225,11 +226,11 @@ func (p *Plan) planDiskFallback(sv *v1alpha1.ScratchVolume, c *corev1.Container,
 	v := &corev1.Volume{Name: sv.DiskVolumeName(), VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 	m := &corev1.VolumeMount{Name: v.Name, MountPath: v1alpha1.DiskFallbackMountPath}
 	if m.MountPath == p.Mount.MountPath {
-		return problemf(ReasonMountPathInUse, "spec.mountPath %s is where the disk-backed directories go when the data directory is on no volume: choose another", m.MountPath)
+		return problemf(v1alpha1.ReasonMountPathInUse, "spec.mountPath %s is where the disk-backed directories go when the data directory is on no volume: choose another", m.MountPath)
 	}
 	for _, um := range c.VolumeMounts {
 		if path.Clean(um.MountPath) == m.MountPath {
-			return problemf(ReasonMountPathInUse, "container %s already mounts volume %q at %s: mount the data directory on a volumeClaimTemplate", c.Name, um.Name, m.MountPath)
+			return problemf(v1alpha1.ReasonMountPathInUse, "container %s already mounts volume %q at %s: mount the data directory on a volumeClaimTemplate", c.Name, um.Name, m.MountPath)
 		}
 	}
 	p.DiskVolume, p.DiskMount = v, m
@@ -255,23 +256,23 @@ func (p *Plan) planDelivery(sv *v1alpha1.ScratchVolume, sts string, c *corev1.Co
 	}
 	if mode == v1alpha1.InjectionArgs {
 		if profile.Packaging == mysql.PackagingBitnami {
-			return problemf(ReasonArgsIgnored,
+			return problemf(v1alpha1.ReasonArgsIgnored,
 				"image %s starts the server from its own scripts and does not pass container args to it: flags cannot reach it; mount a drop-in file yourself, or use an image that reads /etc/mysql/conf.d",
 				c.Image)
 		}
 		if !profile.ArgsSufficient() && profile.Flavor == v1alpha1.FlavorPerconaXtraDBCluster {
-			return problemf(ReasonArgsIgnored,
+			return problemf(v1alpha1.ReasonArgsIgnored,
 				"container %s runs Percona XtraDB Cluster, whose state transfers read their temporary directory from the [sst] and [xtrabackup] sections that flags cannot set; with Args they would stage a full copy of the data in RAM: use spec.mysql.injection: ConfigFile",
 				c.Name)
 		}
 		if !profile.ArgsSufficient() {
-			p.Notes = append(p.Notes, Note{Reason: NoteGaleraSST, Message: fmt.Sprintf(
+			p.Notes = append(p.Notes, Note{Reason: v1alpha1.ReasonGaleraSST, Message: fmt.Sprintf(
 				"flags cannot set the [sst] temporary directory of container %s: if the server joins a Galera cluster, use spec.mysql.injection: ConfigFile", c.Name)})
 		}
 		for _, flag := range mysql.Args(profile, l) {
 			name, _, _ := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
 			if _, found := mysql.FindOption(args, name); found {
-				return problemf(ReasonOverriddenByArgs,
+				return problemf(v1alpha1.ReasonOverriddenByArgs,
 					"container %s already passes --%s: remove it from the args, the ScratchVolume sets it", c.Name, name)
 			}
 		}
@@ -279,7 +280,7 @@ func (p *Plan) planDelivery(sv *v1alpha1.ScratchVolume, sts string, c *corev1.Co
 		return nil
 	}
 	if hits := mysql.DropInOverriddenBy(args, profile); len(hits) > 0 {
-		return problemf(ReasonOverriddenByArgs,
+		return problemf(v1alpha1.ReasonOverriddenByArgs,
 			"container %s passes %s on its command line, which would override the drop-in file: remove it, or set spec.mysql.injection: Args",
 			c.Name, strings.Join(hits, ", "))
 	}
@@ -292,10 +293,10 @@ func (p *Plan) planDelivery(sv *v1alpha1.ScratchVolume, sts string, c *corev1.Co
 		if profile.Packaging == mysql.PackagingBitnami {
 			hint = "bitnami images read only their own my.cnf and ignore container args, so neither injection mode can reach the server"
 		}
-		return problemf(ReasonConfigDirUnusable, "image %s reads no drop-in directory: %s", c.Image, hint)
+		return problemf(v1alpha1.ReasonConfigDirUnusable, "image %s reads no drop-in directory: %s", c.Image, hint)
 	}
 	if m := mountOver(c, dir); m != nil {
-		return problemf(ReasonConfigDirUnusable,
+		return problemf(v1alpha1.ReasonConfigDirUnusable,
 			"container %s mounts volume %q at %s, so no file can be added to %s: add the drop-in to that volume yourself, set spec.mysql.configDir to another included directory, or set spec.mysql.injection: Args",
 			c.Name, m.Name, m.MountPath, dir)
 	}
@@ -309,7 +310,7 @@ func (p *Plan) planDelivery(sv *v1alpha1.ScratchVolume, sts string, c *corev1.Co
 // read-only ConfigMap or Secret mount, and kubelet would fail the pod.
 func mountOver(c *corev1.Container, dir string) *corev1.VolumeMount {
 	for i := range c.VolumeMounts {
-		if within(dir, c.VolumeMounts[i].MountPath) {
+		if paths.Within(dir, c.VolumeMounts[i].MountPath) {
 			return &c.VolumeMounts[i]
 		}
 	}

@@ -7,32 +7,6 @@ package inject
 
 import "fmt"
 
-// Reasons a ScratchVolume cannot be injected into a StatefulSet. Each becomes a condition reason and an
-// Event; the StatefulSet is then left untouched.
-const (
-	ReasonContainerNotFound  = "ContainerNotFound"
-	ReasonContainerAmbiguous = "ContainerAmbiguous"
-	ReasonMountPathInUse     = "MountPathInUse"
-	ReasonVolumeNameInUse    = "VolumeNameInUse"
-	ReasonOverriddenByArgs   = "OverriddenByArgs"
-	ReasonConfigDirUnusable  = "ConfigDirUnusable"
-	ReasonArgsIgnored        = "ArgsCannotConfigure"
-	ReasonUnknownImage       = "UnknownImage"
-	ReasonInvalidLayout      = "InvalidLayout"
-	ReasonMemoryBudget       = "MemoryLimitTooLow"
-	ReasonInvalidArgs        = "InvalidArgs"
-)
-
-// Reasons for notes: things the user should know that do not stop the injection.
-const (
-	NoteNoMemoryLimit       = "NoMemoryLimit"
-	NoteNoPersistentVolume  = "NoPersistentVolume"
-	NoteMemoryReserved      = "MemoryReserved"
-	NoteMemoryNotAccounted  = "MemoryNotAccounted"
-	NoteMemoryBudgetCovered = "MemoryLimitSufficient"
-	NoteGaleraSST           = "GaleraSSTNotMoved"
-)
-
 // Problem is why a ScratchVolume cannot be injected into one StatefulSet, with a message that tells
 // the user what to change.
 type Problem struct {

@@ -2,11 +2,11 @@ package inject
 
 import (
 	"fmt"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/dbtune/scratch-operator/api/paths"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 )
 
@@ -28,7 +28,7 @@ func findDataVolume(sts *appsv1.StatefulSet, c *corev1.Container, dataDir string
 	var best *corev1.VolumeMount
 	for i := range c.VolumeMounts {
 		m := &c.VolumeMounts[i]
-		if !within(dataDir, m.MountPath) {
+		if !paths.Within(dataDir, m.MountPath) {
 			continue
 		}
 		if best == nil || len(m.MountPath) > len(best.MountPath) {
@@ -71,26 +71,20 @@ func (d dataVolume) note(container, dataDir string) *Note {
 	case d.Persistent:
 		return nil
 	case d.Mount == nil:
-		return &Note{Reason: NoteNoPersistentVolume, Message: fmt.Sprintf(
+		return &Note{Reason: v1alpha1.ReasonNoPersistentVolume, Message: fmt.Sprintf(
 			"the data directory %s of container %s is on no volume: the replica load directory is kept off the RAM volume on a "+
 				"disk-backed emptyDir at %s, which lives as long as the pod (the data does not even survive a container restart); "+
 				"mount a volumeClaimTemplate at %s",
 			dataDir, container, v1alpha1.DiskFallbackMountPath, dataDir)}
 	case d.Memory:
-		return &Note{Reason: NoteNoPersistentVolume, Message: fmt.Sprintf(
+		return &Note{Reason: v1alpha1.ReasonNoPersistentVolume, Message: fmt.Sprintf(
 			"the data directory %s of container %s is on the memory volume %q: the replica load directory is kept off RAM on a "+
 				"disk-backed emptyDir at %s; mount a volumeClaimTemplate at %s to keep the data",
 			dataDir, container, d.Mount.Name, v1alpha1.DiskFallbackMountPath, dataDir)}
 	default:
-		return &Note{Reason: NoteNoPersistentVolume, Message: fmt.Sprintf(
+		return &Note{Reason: v1alpha1.ReasonNoPersistentVolume, Message: fmt.Sprintf(
 			"the data directory %s of container %s is on volume %q (%s), not on a volumeClaimTemplate: "+
 				"the replica load directory is kept there, off the RAM volume, but does not outlive the pod",
 			dataDir, container, d.Mount.Name, d.Kind)}
 	}
-}
-
-// within reports whether dir is root or lies below it.
-func within(dir, root string) bool {
-	root = strings.TrimSuffix(root, "/")
-	return dir == root || strings.HasPrefix(dir, root+"/") || root == ""
 }

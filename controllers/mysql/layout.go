@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dbtune/scratch-operator/api/paths"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 )
 
@@ -77,7 +78,7 @@ func DefaultLayout(p Profile, tmpDir string, spec *v1alpha1.MySQLSpec) Layout {
 func (l Layout) PersistentDirs() []string {
 	var dirs []string
 	for _, d := range []string{l.ReplicaLoadDir, l.InnoDBTmpDir, l.SSTTmpDir} {
-		if d != "" && !within(d, l.TmpDir) {
+		if d != "" && !paths.Within(d, l.TmpDir) {
 			dirs = append(dirs, d)
 		}
 	}
@@ -90,7 +91,7 @@ func topLevelEntries(dataDir string, dirs []string) []string {
 	seen := map[string]bool{}
 	var names []string
 	for _, d := range dirs {
-		if dataDir == "" || d == dataDir || !within(d, dataDir) {
+		if dataDir == "" || d == dataDir || !paths.Within(d, dataDir) {
 			continue
 		}
 		name, _, _ := strings.Cut(strings.TrimPrefix(d, dataDir+"/"), "/")
@@ -101,11 +102,6 @@ func topLevelEntries(dataDir string, dirs []string) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// within reports whether dir is root or lies below it.
-func within(dir, root string) bool {
-	return root != "" && (dir == root || strings.HasPrefix(dir, strings.TrimSuffix(root, "/")+"/"))
 }
 
 // Validate checks that the layout can be rendered safely for p: every path absolute, clean and
@@ -129,7 +125,7 @@ func (l Layout) Validate(p Profile) error {
 		}
 	}
 	for _, d := range []string{l.ReplicaLoadDir, l.SSTTmpDir} {
-		if d != "" && within(d, l.TmpDir) {
+		if d != "" && paths.Within(d, l.TmpDir) {
 			errs = append(errs, fmt.Errorf("%s is on the RAM volume %s; it must survive a restart", d, l.TmpDir))
 		}
 	}
@@ -139,7 +135,7 @@ func (l Layout) Validate(p Profile) error {
 		}
 	}
 	errs = append(errs, l.checkInitialize(p)...)
-	if p.GaleraSST && within(l.SSTTmpDir, p.DataDir) {
+	if p.GaleraSST && paths.Within(l.SSTTmpDir, p.DataDir) {
 		if name := topLevelEntries(p.DataDir, []string{l.SSTTmpDir}); len(name) == 1 && !strings.HasSuffix(name[0], ".sst") {
 			errs = append(errs, fmt.Errorf("%s/%s would be deleted by a Galera joiner emptying the data directory "+
 				"during the state transfer it stages; its name must end in .sst", p.DataDir, name[0]))

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dbtune/scratch-operator/api/conditions"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
 )
@@ -114,15 +115,15 @@ func (s policySummary) appliedCondition() metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionApplied, Status: metav1.ConditionFalse}
 	switch {
 	case s.selectorErr != nil:
-		c.Reason, c.Message = readaheadctl.ReasonInvalidNodeSelector, fmt.Sprintf("spec.nodeSelector is invalid: %v", s.selectorErr)
+		c.Reason, c.Message = v1alpha1.ReasonInvalidNodeSelector, fmt.Sprintf("spec.nodeSelector is invalid: %v", s.selectorErr)
 		return c
 	case s.matched == 0:
-		c.Reason, c.Message = readaheadctl.ReasonNoMatchingNodes, "no node matches spec.nodeSelector"
+		c.Reason, c.Message = v1alpha1.ReasonNoMatchingNodes, "no node matches spec.nodeSelector"
 		return c
 	case s.applied == s.matched:
-		c.Status, c.Reason = metav1.ConditionTrue, readaheadctl.ReasonApplied
+		c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonApplied
 		c.Message = fmt.Sprintf("every device the policy owns has its read-ahead on all %d matched %s",
-			s.matched, plural(int(s.matched), "node", "nodes"))
+			s.matched, conditions.Plural(int(s.matched), "node", "nodes"))
 		return c
 	}
 	var why []string
@@ -133,39 +134,31 @@ func (s policySummary) appliedCondition() metav1.Condition {
 		if c.Reason == "" {
 			c.Reason = reason
 		}
-		why = append(why, fmt.Sprintf(format, listedNames(items)))
+		why = append(why, fmt.Sprintf(format, conditions.Names(items, conditions.MaxListed)))
 	}
-	add(readaheadctl.ReasonDegraded, s.problems, "degraded: %s")
-	add(readaheadctl.ReasonOverridden, s.outranked, "other policies win every device it selects on %s")
-	add(readaheadctl.ReasonNoDevices, s.noDevices, "it selects no device on %s (the ReadAheadApplied condition of their NodeIOProfiles says why)")
-	add(readaheadctl.ReasonWaitingForAgent, s.waiting, "the node agent has not reported read-ahead on %s yet")
-	add(readaheadctl.ReasonPending, s.pending, "not yet at the desired value: %s")
+	add(v1alpha1.ReasonDegraded, s.problems, "degraded: %s")
+	add(v1alpha1.ReasonOverridden, s.outranked, "other policies win every device it selects on %s")
+	add(v1alpha1.ReasonNoDevices, s.noDevices, "it selects no device on %s (the ReadAheadApplied condition of their NodeIOProfiles says why)")
+	add(v1alpha1.ReasonWaitingForAgent, s.waiting, "the node agent has not reported read-ahead on %s yet")
+	add(v1alpha1.ReasonPending, s.pending, "not yet at the desired value: %s")
 	c.Message = fmt.Sprintf("%d of %d matched nodes applied; %s", s.applied, s.matched, strings.Join(why, "; "))
 	return c
 }
 
 func (s policySummary) degradedCondition() metav1.Condition {
 	if s.degraded == 0 {
-		return metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: readaheadctl.ReasonNoProblems,
+		return metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoProblems,
 			Message: "no node reports a problem with a device this policy owns"}
 	}
-	return metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: readaheadctl.ReasonDegraded,
-		Message: fmt.Sprintf("%d %s could not tune every device: %s", s.degraded, plural(int(s.degraded), "node", "nodes"), listed(s.problems))}
+	return metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonDegraded,
+		Message: fmt.Sprintf("%d %s could not tune every device: %s", s.degraded, conditions.Plural(int(s.degraded), "node", "nodes"), conditions.List(s.problems, conditions.MaxListed))}
 }
 
 func (s policySummary) overriddenCondition() metav1.Condition {
 	if len(s.lostTo) == 0 {
-		return metav1.Condition{Type: v1alpha1.ConditionOverridden, Status: metav1.ConditionFalse, Reason: readaheadctl.ReasonNotOverridden,
+		return metav1.Condition{Type: v1alpha1.ConditionOverridden, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNotOverridden,
 			Message: "no other policy wins a device this policy selects"}
 	}
-	return metav1.Condition{Type: v1alpha1.ConditionOverridden, Status: metav1.ConditionTrue, Reason: readaheadctl.ReasonOverridden,
-		Message: listed(s.lostTo) + "; raise spec.priority to take these devices"}
-}
-
-// listedNames joins names with commas, naming at most maxListed of them.
-func listedNames(items []string) string {
-	if len(items) <= maxListed {
-		return strings.Join(items, ", ")
-	}
-	return strings.Join(items[:maxListed], ", ") + fmt.Sprintf(" and %d more", len(items)-maxListed)
+	return metav1.Condition{Type: v1alpha1.ConditionOverridden, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonOverridden,
+		Message: conditions.List(s.lostTo, conditions.MaxListed) + "; raise spec.priority to take these devices"}
 }

@@ -141,12 +141,3 @@ func isOctal(s string) bool {
 	}
 	return len(s) == 3
 }
-
-// Within reports whether the clean absolute path p is mountPoint or below it, comparing whole
-// path components (/var/lib/mysql-old is not under /var/lib/mysql).
-func Within(p, mountPoint string) bool {
-	if mountPoint == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == mountPoint || strings.HasPrefix(p, mountPoint+"/")
-}

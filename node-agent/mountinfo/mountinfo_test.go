@@ -61,23 +61,6 @@ func TestUnescapeLeavesNonOctalAlone(t *testing.T) {
 	}
 }
 
-func TestWithin(t *testing.T) {
-	for _, tt := range []struct {
-		p, mount string
-		want     bool
-	}{
-		{"/var/lib/mysql", "/", true},
-		{"/var/lib/mysql", "/var/lib/mysql", true},
-		{"/var/lib/mysql/data", "/var/lib/mysql", true},
-		{"/var/lib/mysql-old", "/var/lib/mysql", false},
-		{"/var", "/var/lib", false},
-	} {
-		if got := Within(tt.p, tt.mount); got != tt.want {
-			t.Errorf("Within(%q, %q) = %t, want %t", tt.p, tt.mount, got, tt.want)
-		}
-	}
-}
-
 func TestRead(t *testing.T) {
 	if _, err := Read(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "failed to open the mount table") {
 		t.Errorf("Read(missing) = %v, want an error saying the mount table could not be opened", err)

@@ -3,6 +3,7 @@ package probe
 import (
 	"strings"
 
+	"github.com/dbtune/scratch-operator/api/paths"
 	"github.com/dbtune/scratch-operator/node-agent/mountinfo"
 )
 
@@ -18,7 +19,7 @@ func findMount(entries []mountinfo.Entry, major, minor uint32, path string) (mou
 			continue
 		}
 		l := -1
-		if mountinfo.Within(path, e.MountPoint) {
+		if paths.Within(path, e.MountPoint) {
 			l = len(e.MountPoint)
 		}
 		if !found || l >= bestLen {

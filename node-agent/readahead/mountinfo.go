@@ -3,6 +3,7 @@ package readahead
 import (
 	"path"
 
+	"github.com/dbtune/scratch-operator/api/paths"
 	"github.com/dbtune/scratch-operator/node-agent/mountinfo"
 )
 
@@ -47,7 +48,7 @@ func mountOf(mounts []Mount, p string) (Mount, bool) {
 	best, bestLen := -1, -1
 	for i := range mounts {
 		mp := mounts[i].MountPoint
-		if !mountinfo.Within(p, mp) || len(mp) < bestLen {
+		if !paths.Within(p, mp) || len(mp) < bestLen {
 			continue
 		}
 		best, bestLen = i, len(mp)

@@ -10,12 +10,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -25,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/node-agent/nodeprofile"
 	"github.com/dbtune/scratch-operator/node-agent/readahead"
 )
 
@@ -71,7 +70,7 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 // Setup adds the node's read-ahead reconciler to the agent's manager. The manager's scheme must
-// hold the core and dbtune.io/v1alpha1 kinds; CacheByObject keeps its cache to this node.
+// hold the core and dbtune.io/v1alpha1 kinds; nodeprofile.CacheOptions keeps its cache to this node.
 //
 // The controller runs whether or not the manager holds a leader lease: every node needs its
 // own, so leader election must not pick one of them.
@@ -87,6 +86,7 @@ func Setup(mgr manager.Manager, cfg Config) error {
 		paths:    cfg.Paths,
 		host:     cfg.Host,
 		store:    readahead.NewStore(cfg.StateDir),
+		profile:  nodeprofile.NewWriter(mgr.GetClient(), mgr.GetClient(), cfg.NodeName, FieldManager, mgr.GetLogger().WithName(nodeControllerName)),
 		warned:   map[problem]bool{},
 		exported: map[string]bool{},
 		now:      time.Now,
@@ -103,14 +103,6 @@ func Setup(mgr manager.Manager, cfg Config) error {
 		WatchesRawSource(hostEvents(r.key(), cfg.Paths, cfg.ResyncPeriod, cfg.DeviceScanPeriod)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1, NeedLeaderElection: new(false)}).
 		Complete(r)
-}
-
-// CacheByObject restricts the agent's cache to its own Node and NodeIOProfile. Without it every
-// agent would watch every Node in the cluster, and every Node heartbeat would reach every agent.
-// Merge it into the agent manager's cache.Options.ByObject.
-func CacheByObject(nodeName string) map[client.Object]cache.ByObject {
-	own := cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", nodeName)}
-	return map[client.Object]cache.ByObject{&corev1.Node{}: own, &v1alpha1.NodeIOProfile{}: own}
 }
 
 // hostEvents queues the node once at start, every resync period, and whenever the host's list

@@ -69,7 +69,7 @@ func decide(in input) plan {
 		p.blocked = stateProblem(in.stateErr)
 	}
 	if in.inventoryErr != nil || in.inventory == nil {
-		inv := problem{reason: ReasonInventoryUnreadable, subject: "block devices", message: fmt.Sprintf(
+		inv := problem{reason: v1alpha1.ReasonInventoryUnreadable, subject: "block devices", message: fmt.Sprintf(
 			"the agent cannot list the node's block devices (%v), so it leaves every read-ahead as it is; "+
 				"mount the host's /sys into the agent", in.inventoryErr)}
 		if p.blocked == nil {
@@ -86,7 +86,7 @@ func decide(in input) plan {
 		}
 		ok, err := SelectsNode(pol.Spec.NodeSelector, in.nodeLabels)
 		if err != nil {
-			p.problems = append(p.problems, problem{reason: ReasonInvalidNodeSelector, subject: policySubject(pol.Name), policy: pol.Name,
+			p.problems = append(p.problems, problem{reason: v1alpha1.ReasonInvalidNodeSelector, subject: policySubject(pol.Name), policy: pol.Name,
 				message: fmt.Sprintf("spec.nodeSelector is invalid (%v); fix it, the policy applies to no node until then", err)})
 			continue
 		}
@@ -164,19 +164,19 @@ func unowned(saved []readahead.Entry, targets []target) []readahead.Entry {
 func policySubject(name string) string { return "ReadAheadPolicy " + name }
 
 func selectionProblem(policy string, err error) problem {
-	reason := ReasonNoDeviceMatched
+	reason := v1alpha1.ReasonNoDeviceMatched
 	var mp *readahead.MountPathError
 	if errors.As(err, &mp) {
-		reason = ReasonMountPathUnresolved
+		reason = v1alpha1.ReasonMountPathUnresolved
 	}
 	return problem{reason: reason, subject: policySubject(policy), policy: policy,
 		message: err.Error() + "; fix spec.devices, or narrow spec.nodeSelector to nodes that have the device"}
 }
 
 func stateProblem(err error) *problem {
-	reason := ReasonStateFileCorrupt
+	reason := v1alpha1.ReasonStateFileCorrupt
 	if !errors.Is(err, readahead.ErrCorruptState) {
-		reason = ReasonStateFileUnreadable
+		reason = v1alpha1.ReasonStateFileUnreadable
 	}
 	return &problem{reason: reason, subject: "state file", message: err.Error()}
 }

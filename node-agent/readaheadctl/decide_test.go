@@ -205,7 +205,7 @@ func TestDecide(t *testing.T) {
 			policies: []*v1alpha1.ReadAheadPolicy{readaheadtest.Policy("scan", 4096, []string{"sda"})},
 			stateErr: &readahead.CorruptStateError{Path: "/run/x/readahead-state.json", Err: errors.New("unexpected end of JSON input")},
 		},
-		want: planView{Targets: []string{"sda=scan"}, Blocked: ReasonStateFileCorrupt},
+		want: planView{Targets: []string{"sda=scan"}, Blocked: v1alpha1.ReasonStateFileCorrupt},
 	}, {
 		name: "an unreadable inventory blocks every change",
 		in: input{
@@ -213,7 +213,7 @@ func TestDecide(t *testing.T) {
 			inventoryErr: errors.New("failed to find block devices"),
 			saved:        []readahead.Entry{saved(sda, 128, 4096, "scan")},
 		},
-		want: planView{Blocked: ReasonInventoryUnreadable},
+		want: planView{Blocked: v1alpha1.ReasonInventoryUnreadable},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -53,7 +53,7 @@ func (b *eventBatch) add(k eventKey, head, item string) {
 // emit sends one Event per key about the node.
 func (b *eventBatch) emit(rec recorder.EventRecorder, node *metav1.PartialObjectMetadata) {
 	for _, k := range b.keys {
-		note := b.heads[k] + strings.Join(b.items[k], messageJoin)
+		note := b.heads[k] + strings.Join(b.items[k], "; ")
 		if len(note) > maxNoteBytes {
 			note = strings.ToValidUTF8(note[:maxNoteBytes-len("…")], "") + "…"
 		}

@@ -47,29 +47,3 @@ const (
 	actionRestore = "RestoreReadAhead"
 	actionCheck   = "CheckReadAhead"
 )
-
-// Condition reasons on NodeIOProfiles and ReadAheadPolicies.
-const (
-	ReasonApplied             = "Applied"
-	ReasonNoPolicy            = "NoPolicy"
-	ReasonNoProblems          = "NoProblems"
-	ReasonPending             = "Pending"
-	ReasonStateFileCorrupt    = "StateFileCorrupt"
-	ReasonStateFileUnreadable = "StateFileUnreadable"
-	ReasonInventoryUnreadable = "InventoryUnreadable"
-	ReasonDeviceNotFound      = "DeviceNotFound"
-	ReasonDeviceChanged       = "DeviceChanged"
-	ReasonPermissionDenied    = "PermissionDenied"
-	ReasonReadOnlySysfs       = "ReadOnlySysfs"
-	ReasonReadAheadFailed     = "ReadAheadFailed"
-	ReasonRestoreFailed       = "RestoreFailed"
-	ReasonNoDeviceMatched     = "NoDeviceMatched"
-	ReasonMountPathUnresolved = "MountPathUnresolved"
-	ReasonInvalidNodeSelector = "InvalidNodeSelector"
-	ReasonNoMatchingNodes     = "NoMatchingNodes"
-	ReasonWaitingForAgent     = "WaitingForAgent"
-	ReasonNoDevices           = "NoDevices"
-	ReasonDegraded            = "Degraded"
-	ReasonOverridden          = "Overridden"
-	ReasonNotOverridden       = "NotOverridden"
-)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/node-agent/nodeprofile"
 	"github.com/dbtune/scratch-operator/node-agent/readahead"
 )
 
@@ -28,6 +29,8 @@ type nodeReconciler struct {
 	paths    readahead.Paths
 	host     readahead.Host
 	store    *readahead.Store
+	// profile writes the node's NodeIOProfile, reading it through the manager's cache.
+	profile *nodeprofile.Writer
 	// warned holds the problems announced in the last pass, so that a lasting problem is
 	// announced once, not on every resync.
 	warned map[problem]bool
@@ -37,8 +40,6 @@ type nodeReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=dbtune.io,resources=readaheadpolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=dbtune.io,resources=nodeioprofiles,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=dbtune.io,resources=nodeioprofiles/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -60,7 +61,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (ct
 	r.warn(events, rep.problems)
 	events.emit(r.recorder, node)
 	r.exportMetrics(rep.devices)
-	return ctrl.Result{}, r.writeStatus(ctx, node, rep)
+	return ctrl.Result{}, r.writeStatus(ctx, rep)
 }
 
 func (r *nodeReconciler) key() reconcile.Request { return keyFor(r.nodeName) }

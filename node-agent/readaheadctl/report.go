@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dbtune/scratch-operator/api/conditions"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/node-agent/readahead"
 )
@@ -45,7 +46,7 @@ func buildReport(p plan, res results) report {
 	for _, rr := range res.restores {
 		if rr.err != nil {
 			rep.devices = append(rep.devices, failedRestoreStatus(rr))
-			rep.problems = append(rep.problems, problem{reason: ReasonRestoreFailed, subject: rr.entry.String(),
+			rep.problems = append(rep.problems, problem{reason: v1alpha1.ReasonRestoreFailed, subject: rr.entry.String(),
 				message: restoreFailure(rr.err), policy: rr.entry.Policy})
 		}
 	}
@@ -118,17 +119,17 @@ func savedStatus(e readahead.Entry, msg string) v1alpha1.DeviceReadAheadStatus {
 func reasonFor(err error) string {
 	switch {
 	case errors.Is(err, readahead.ErrCorruptState):
-		return ReasonStateFileCorrupt
+		return v1alpha1.ReasonStateFileCorrupt
 	case errors.Is(err, readahead.ErrDeviceChanged):
-		return ReasonDeviceChanged
+		return v1alpha1.ReasonDeviceChanged
 	case errors.Is(err, readahead.ErrDeviceNotFound):
-		return ReasonDeviceNotFound
+		return v1alpha1.ReasonDeviceNotFound
 	case errors.Is(err, readahead.ErrPermission):
-		return ReasonPermissionDenied
+		return v1alpha1.ReasonPermissionDenied
 	case errors.Is(err, readahead.ErrReadOnly):
-		return ReasonReadOnlySysfs
+		return v1alpha1.ReasonReadOnlySysfs
 	}
-	return ReasonReadAheadFailed
+	return v1alpha1.ReasonReadAheadFailed
 }
 
 // appliedCondition sums the pass up. Every problem makes it False with the first problem's
@@ -143,19 +144,19 @@ func appliedCondition(p plan, res results, ok int, problems []problem) metav1.Co
 	}
 	switch {
 	case p.blocked != nil:
-		c.Reason, c.Message = p.blocked.reason, "no device was changed: "+listed(issues)
+		c.Reason, c.Message = p.blocked.reason, "no device was changed: "+conditions.List(issues, conditions.MaxListed)
 	case len(problems) > 0:
 		c.Reason = problems[0].reason
 		c.Message = fmt.Sprintf("%d of %d %s the read-ahead of %s policy: %s", ok, total,
-			plural(total, "device has", "devices have"), plural(total, "its", "their"), listed(issues))
+			conditions.Plural(total, "device has", "devices have"), conditions.Plural(total, "its", "their"), conditions.List(issues, conditions.MaxListed))
 	case total == 0:
-		c.Reason, c.Message = ReasonNoPolicy, "no ReadAheadPolicy selects a device on this node"
+		c.Reason, c.Message = v1alpha1.ReasonNoPolicy, "no ReadAheadPolicy selects a device on this node"
 	case ok == total:
-		c.Status, c.Reason = metav1.ConditionTrue, ReasonApplied
-		c.Message = fmt.Sprintf("%d %s the read-ahead of %s policy: %s", total, plural(total, "device has", "devices have"),
-			plural(total, "its", "their"), listed(deviceValues(res.devices)))
+		c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonApplied
+		c.Message = fmt.Sprintf("%d %s the read-ahead of %s policy: %s", total, conditions.Plural(total, "device has", "devices have"),
+			conditions.Plural(total, "its", "their"), conditions.List(deviceValues(res.devices), conditions.MaxListed))
 	default:
-		c.Reason = ReasonPending
+		c.Reason = v1alpha1.ReasonPending
 		c.Message = fmt.Sprintf("%d of %d devices have the read-ahead of their policy; see status.readAhead", ok, total)
 	}
 	return c

@@ -184,7 +184,7 @@ func TestPassFaultsAreReportedAndOthersGoOn(t *testing.T) {
 	if diff := cmp.Diff(wantReasons, reasons); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
-	if c := rep.applied; c.Status != metav1.ConditionFalse || c.Reason != ReasonReadOnlySysfs ||
+	if c := rep.applied; c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonReadOnlySysfs ||
 		!strings.HasPrefix(c.Message, "1 of 3 devices have the read-ahead of their policy: dm-0 (253:0): failed to set read-ahead") ||
 		!strings.Contains(c.Message, "/sys is mounted read-only; the agent needs a privileged container") ||
 		!strings.Contains(c.Message, "; sda (8:0): failed to read read-ahead of sda (8:0)") ||
@@ -221,7 +221,7 @@ func TestPassWithCorruptStateChangesNothing(t *testing.T) {
 	if sets := h.host.Sets(); len(sets) != 0 {
 		t.Errorf("a corrupt state file let %d writes through: %+v", len(sets), sets)
 	}
-	if c := rep.applied; c.Status != metav1.ConditionFalse || c.Reason != ReasonStateFileCorrupt ||
+	if c := rep.applied; c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonStateFileCorrupt ||
 		!strings.HasPrefix(c.Message, "no device was changed: state file: read-ahead state file "+h.r.store.Path()+" is corrupt") ||
 		!strings.Contains(c.Message, "changes nothing until the file is repaired or moved aside") {
 		t.Errorf("ReadAheadApplied = %s", conditionView(c))

@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -33,6 +32,7 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/readaheadstatus"
+	"github.com/dbtune/scratch-operator/node-agent/nodeprofile"
 	"github.com/dbtune/scratch-operator/node-agent/readahead"
 	"github.com/dbtune/scratch-operator/node-agent/readahead/readaheadtest"
 	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
@@ -73,7 +73,7 @@ func setup(t *testing.T) *testenv.Env {
 		if operatorCfg, usersErr = userWithMarkerRBAC(e, "dbtune-operator", "../../controllers/readaheadstatus/policystatus.go"); usersErr != nil {
 			return
 		}
-		agentCfg, usersErr = userWithMarkerRBAC(e, "dbtune-node-agent", "reconciler.go")
+		agentCfg, usersErr = userWithMarkerRBAC(e, "dbtune-node-agent", "reconciler.go", "../nodeprofile/nodeprofile.go")
 	})
 	if usersErr != nil {
 		t.Fatalf("failed to create the users: %v", usersErr)
@@ -93,11 +93,15 @@ func setup(t *testing.T) *testenv.Env {
 }
 
 // userWithMarkerRBAC adds a user bound to a ClusterRole built from the +kubebuilder:rbac markers
-// of one source file, as controller-gen would build it.
-func userWithMarkerRBAC(e *testenv.Env, name, file string) (*rest.Config, error) {
-	rules, err := markerRules(file)
-	if err != nil {
-		return nil, err
+// of the source files, as controller-gen would build it.
+func userWithMarkerRBAC(e *testenv.Env, name string, files ...string) (*rest.Config, error) {
+	var rules []rbacv1.PolicyRule
+	for _, f := range files {
+		r, err := markerRules(f)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, r...)
 	}
 	ctx := context.Background()
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
@@ -213,7 +217,7 @@ func (a *agent) start(t *testing.T, cfg readaheadctl.Config) {
 	restCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &statusWriteCounter{rt: rt, n: &a.statusWrites} })
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme: a.e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache:      cache.Options{ByObject: readaheadctl.CacheByObject(cfg.NodeName)},
+		Cache:      nodeprofile.CacheOptions(cfg.NodeName),
 		Controller: config.Controller{SkipNameValidation: new(true)},
 	})
 	if err != nil {

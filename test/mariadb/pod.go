@@ -19,6 +19,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/dbtune/scratch-operator/api/paths"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 	dbmysql "github.com/dbtune/scratch-operator/controllers/mysql"
@@ -427,7 +428,7 @@ func (r *podRun) hostPath(containerPath string) (string, error) {
 	var best *bindSpec
 	for i := range r.db.Binds {
 		b := &r.db.Binds[i]
-		if within(containerPath, b.Target) && (best == nil || len(b.Target) > len(best.Target)) {
+		if paths.Within(containerPath, b.Target) && (best == nil || len(b.Target) > len(best.Target)) {
 			best = b
 		}
 	}
@@ -435,7 +436,7 @@ func (r *podRun) hostPath(containerPath string) (string, error) {
 		return filepath.Join(r.db.Rootfs, containerPath), nil
 	}
 	for _, fs := range r.spec.Tmpfs {
-		if within(best.Source, fs.Path) {
+		if paths.Within(best.Source, fs.Path) {
 			return "", fmt.Errorf("%s is on a tmpfs volume, which is visible only inside the pod", containerPath)
 		}
 	}
@@ -444,8 +445,4 @@ func (r *podRun) hostPath(containerPath string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(best.Source, rel), nil
-}
-
-func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }

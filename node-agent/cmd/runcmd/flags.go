@@ -8,9 +8,9 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/dbtune/scratch-operator/node-agent/agent"
 	"github.com/dbtune/scratch-operator/node-agent/cmd/probeflags"
 	"github.com/dbtune/scratch-operator/node-agent/probe"
+	"github.com/dbtune/scratch-operator/node-agent/probectl"
 	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
 )
 
@@ -23,7 +23,7 @@ const (
 
 // options is the parsed command line.
 type options struct {
-	cfg        agent.Config
+	cfg        probectl.Config
 	kubeconfig string
 	zap        zap.Options
 	// readAhead configures ReadAheadPolicy enforcement; it is off with --read-ahead=false, which
@@ -36,7 +36,7 @@ type options struct {
 
 // parseArgs parses args, with getenv supplying the downward-API defaults.
 func parseArgs(args []string, stderr io.Writer, getenv func(string) string) (*options, error) {
-	o := &options{cfg: agent.Config{Options: probe.DefaultOptions()}}
+	o := &options{cfg: probectl.Config{Options: probe.DefaultOptions()}}
 	var devices []probeflags.Named
 	fs := newFlagSet(o, &devices, stderr, getenv)
 	if err := fs.Parse(args); err != nil {
@@ -57,9 +57,9 @@ func parseArgs(args []string, stderr io.Writer, getenv func(string) string) (*op
 	return o, checkPositive(&o.cfg)
 }
 
-// checkPositive rejects zeros that agent.Config would read as "use the default": on a command line
+// checkPositive rejects zeros that probectl.Config would read as "use the default": on a command line
 // a zero is a mistake, not a request for the default.
-func checkPositive(c *agent.Config) error {
+func checkPositive(c *probectl.Config) error {
 	var errs []error
 	if c.Period <= 0 {
 		errs = append(errs, fmt.Errorf("--period must be positive, got %s", c.Period))
@@ -94,15 +94,15 @@ func newFlagSet(o *options, devices *[]probeflags.Named, stderr io.Writer, geten
 		*devices = append(*devices, probeflags.SplitNamed(s))
 		return nil
 	})
-	fs.DurationVar(&c.Period, "period", agent.DefaultPeriod, "time between scheduled runs; the first run starts at once")
-	fs.Float64Var(&c.Jitter, "jitter", agent.DefaultJitter, "fraction of the period added at random to each wait")
-	fs.IntVar(&c.MaxProbingNodes, "max-probing-nodes", agent.DefaultMaxProbingNodes, "how many nodes may probe at the same time, cluster-wide")
-	fs.StringVar(&c.LeaseNamespace, "lease-namespace", orDefault(getenv(envPodNamespace), agent.DefaultLeaseNamespace),
-		"namespace of the probe slot Leases; $"+envPodNamespace+" when set, else "+agent.DefaultLeaseNamespace)
-	fs.StringVar(&c.LeasePrefix, "lease-name-prefix", agent.DefaultLeasePrefix, "the slot Leases are named PREFIX-0 … PREFIX-(N-1)")
-	fs.DurationVar(&c.LeaseDuration, "lease-duration", agent.DefaultLeaseDuration, "how long a slot stays taken after its holder stopped renewing it")
-	fs.StringVar(&c.MetricsAddr, "metrics-bind-address", agent.DefaultMetricsAddr, "address of the Prometheus metrics endpoint; 0 disables it")
-	fs.StringVar(&c.HealthProbeAddr, "health-probe-bind-address", agent.DefaultHealthProbeAddr, "address of /healthz and /readyz; 0 disables them")
+	fs.DurationVar(&c.Period, "period", probectl.DefaultPeriod, "time between scheduled runs; the first run starts at once")
+	fs.Float64Var(&c.Jitter, "jitter", probectl.DefaultJitter, "fraction of the period added at random to each wait")
+	fs.IntVar(&c.MaxProbingNodes, "max-probing-nodes", probectl.DefaultMaxProbingNodes, "how many nodes may probe at the same time, cluster-wide")
+	fs.StringVar(&c.LeaseNamespace, "lease-namespace", orDefault(getenv(envPodNamespace), probectl.DefaultLeaseNamespace),
+		"namespace of the probe slot Leases; $"+envPodNamespace+" when set, else "+probectl.DefaultLeaseNamespace)
+	fs.StringVar(&c.LeasePrefix, "lease-name-prefix", probectl.DefaultLeasePrefix, "the slot Leases are named PREFIX-0 … PREFIX-(N-1)")
+	fs.DurationVar(&c.LeaseDuration, "lease-duration", probectl.DefaultLeaseDuration, "how long a slot stays taken after its holder stopped renewing it")
+	fs.StringVar(&c.MetricsAddr, "metrics-bind-address", probectl.DefaultMetricsAddr, "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&c.HealthProbeAddr, "health-probe-bind-address", probectl.DefaultHealthProbeAddr, "address of /healthz and /readyz; 0 disables them")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file, when not running in a pod (default $KUBECONFIG, then the in-cluster config)")
 	fs.BoolVar(&o.readAhead, "read-ahead", true, "apply ReadAheadPolicies to this node's block devices (needs CAP_SYS_ADMIN, the host's /dev and a writable /sys)")
 	fs.StringVar(&o.hostRoot, "host-root", "/", "where the host's /sys and /dev are visible (for example /host when they are mounted there)")

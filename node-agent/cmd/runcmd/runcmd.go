@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
-	"github.com/dbtune/scratch-operator/node-agent/agent"
+	"github.com/dbtune/scratch-operator/node-agent/probectl"
 	"github.com/dbtune/scratch-operator/node-agent/readahead"
 	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
 )
@@ -70,13 +70,13 @@ func run(ctx context.Context, o *options) error {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
-	mgrOpts := agent.ManagerOptions(o.cfg, scheme)
+	mgrOpts := probectl.ManagerOptions(o.cfg, scheme)
 	mgrOpts.Logger = ctrl.Log
 	mgr, err := ctrl.NewManager(restConfig, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("failed to create the manager: %w", err)
 	}
-	if err := agent.Setup(mgr, o.cfg); err != nil {
+	if err := probectl.Setup(mgr, o.cfg); err != nil {
 		return err
 	}
 	if o.readAhead {

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
-	"github.com/dbtune/scratch-operator/node-agent/agent"
 	"github.com/dbtune/scratch-operator/node-agent/probe"
+	"github.com/dbtune/scratch-operator/node-agent/probectl"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
@@ -54,7 +54,7 @@ func TestParseArgs(t *testing.T) {
 				t.Errorf("targets (-want +got):\n%s", diff)
 			}
 			c := o.cfg
-			if c.NodeName != "worker-1" || c.LeaseNamespace != "dbtune" || c.Period != agent.DefaultPeriod || c.MaxProbingNodes != 1 ||
+			if c.NodeName != "worker-1" || c.LeaseNamespace != "dbtune" || c.Period != probectl.DefaultPeriod || c.MaxProbingNodes != 1 ||
 				c.MetricsAddr != ":8080" || c.HealthProbeAddr != ":8081" {
 				t.Errorf("config = %+v", c)
 			}

@@ -19,7 +19,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
-	"github.com/dbtune/scratch-operator/node-agent/agent"
+	"github.com/dbtune/scratch-operator/node-agent/probectl"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
@@ -70,7 +70,7 @@ func measureIdle(ctx context.Context, bin, out string, targetArgs []string, idle
 // namespace of the probe-slot Leases) and a kubeconfig with full rights.
 func prepareCluster(ctx context.Context, env *testenv.Env, out string) (string, error) {
 	for _, obj := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agent.DefaultLeaseNamespace}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: probectl.DefaultLeaseNamespace}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: benchNode}},
 	} {
 		if err := env.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {

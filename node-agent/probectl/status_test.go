@@ -1,4 +1,4 @@
-package agent
+package probectl
 
 import (
 	"errors"
@@ -91,8 +91,8 @@ func previous() v1alpha1.NodeIOProfileStatus {
 		Targets: []v1alpha1.ProbeTargetResult{tmpfsStatus(), diskStatus()},
 		Speedup: &v1alpha1.Speedup{TmpfsTarget: "tmpfs", DiskTarget: "disk", SequentialWrite: "9.67"},
 		Conditions: []metav1.Condition{
-			cond(v1alpha1.ConditionProbed, metav1.ConditionTrue, ReasonProbed, "Measured tmpfs and disk in 1.2s.", t0),
-			cond(v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonAllTargetsMeasured, "Every target was measured completely.", t0),
+			cond(v1alpha1.ConditionProbed, metav1.ConditionTrue, v1alpha1.ReasonProbed, "Measured tmpfs and disk in 1.2s.", t0),
+			cond(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAllTargetsMeasured, "Every target was measured completely.", t0),
 			cond(v1alpha1.ConditionReadAheadApplied, metav1.ConditionTrue, "Applied", "vda: 4096 KiB", t0),
 		},
 		ReadAhead: []v1alpha1.DeviceReadAheadStatus{{Device: "vda", CurrentKiB: ptr.To[int64](4096)}},
@@ -139,8 +139,8 @@ func TestStatusAfterRun(t *testing.T) {
 			return s
 		}(),
 		conds: []metav1.Condition{
-			cond(v1alpha1.ConditionProbed, metav1.ConditionTrue, ReasonProbed, "Measured tmpfs and disk in 1.9s.", t1),
-			cond(v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonAllTargetsMeasured, "Every target was measured completely.", t1),
+			cond(v1alpha1.ConditionProbed, metav1.ConditionTrue, v1alpha1.ReasonProbed, "Measured tmpfs and disk in 1.9s.", t1),
+			cond(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAllTargetsMeasured, "Every target was measured completely.", t1),
 		},
 	}, {
 		name: "a good run after a good run keeps the transition times and drops the read-ahead part",
@@ -148,8 +148,8 @@ func TestStatusAfterRun(t *testing.T) {
 		out:  runOutcome{Result: run(tmpfsResult())},
 		want: fresh(tmpfsStatus()),
 		conds: []metav1.Condition{
-			cond(v1alpha1.ConditionProbed, metav1.ConditionTrue, ReasonProbed, "Measured tmpfs in 1.9s.", t0),
-			cond(v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonAllTargetsMeasured, "Every target was measured completely.", t0),
+			cond(v1alpha1.ConditionProbed, metav1.ConditionTrue, v1alpha1.ReasonProbed, "Measured tmpfs in 1.9s.", t0),
+			cond(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAllTargetsMeasured, "Every target was measured completely.", t0),
 		},
 	}, {
 		name: "a disk that fills up keeps its partial figures",
@@ -161,9 +161,9 @@ func TestStatusAfterRun(t *testing.T) {
 			return s
 		}(),
 		conds: []metav1.Condition{
-			cond(v1alpha1.ConditionProbed, metav1.ConditionTrue, ReasonPartiallyProbed,
+			cond(v1alpha1.ConditionProbed, metav1.ConditionTrue, v1alpha1.ReasonPartiallyProbed,
 				"Measured tmpfs completely and disk in part in 1.9s; the Degraded condition says what is missing.", t0),
-			cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonTargetFull,
+			cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonTargetFull,
 				"Target disk (/probe/disk): O_DIRECT write: the filesystem filled up: /probe/disk/.dbtune-probe-1/direct got 0 of 4194304 bytes: no space left on device. "+
 					"The filesystem filled up during the run and the probe removed its files; free space, enlarge the tmpfs or lower the probe sizes.", t1),
 		},
@@ -174,12 +174,12 @@ func TestStatusAfterRun(t *testing.T) {
 			"target /probe/ro is on a read-only filesystem")},
 		want: kept,
 		conds: []metav1.Condition{
-			cond(v1alpha1.ConditionProbed, metav1.ConditionFalse, ReasonTargetNotFound,
+			cond(v1alpha1.ConditionProbed, metav1.ConditionFalse, v1alpha1.ReasonProbeTargetNotFound,
 				"Nothing was measured: Refusing to start the probe run: target /probe/disk does not exist. "+
 					"Create the directory or fix the --target path; for a hostPath volume, check the path on the node. "+
 					"Target /probe/ro is on a read-only filesystem. Mount the target read-write into the agent's pod. "+
 					"The figures of the run that finished at 2026-03-01T10:00:00Z are kept.", t1),
-			cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonTargetNotFound,
+			cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonProbeTargetNotFound,
 				"Refusing to start the probe run: target /probe/disk does not exist. "+
 					"Create the directory or fix the --target path; for a hostPath volume, check the path on the node. "+
 					"Target /probe/ro is on a read-only filesystem. Mount the target read-write into the agent's pod.", t1),
@@ -193,9 +193,9 @@ func TestStatusAfterRun(t *testing.T) {
 			return s
 		}(),
 		conds: []metav1.Condition{
-			cond(v1alpha1.ConditionProbed, metav1.ConditionTrue, ReasonPartiallyProbed,
+			cond(v1alpha1.ConditionProbed, metav1.ConditionTrue, v1alpha1.ReasonPartiallyProbed,
 				"Measured tmpfs in part in 1.9s; the Degraded condition says what is missing.", t1),
-			cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonCanceled,
+			cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonCanceled,
 				"The probe run stopped early: context canceled. The agent was stopping; its files were removed and the next run measures again. "+
 					"Target tmpfs (/probe/tmpfs): cold read: context canceled.", t1),
 		},
@@ -203,10 +203,10 @@ func TestStatusAfterRun(t *testing.T) {
 		name: "a device that cannot be read",
 		out:  runOutcome{Err: errors.New("refusing to start the probe run: cannot read device /dev/vdz: no such file or directory")},
 		conds: []metav1.Condition{
-			cond(v1alpha1.ConditionProbed, metav1.ConditionFalse, ReasonDeviceUnreadable,
+			cond(v1alpha1.ConditionProbed, metav1.ConditionFalse, v1alpha1.ReasonDeviceUnreadable,
 				"Nothing was measured: Refusing to start the probe run: cannot read device /dev/vdz: no such file or directory. "+
 					"Check that the device node exists in the agent's pod and that the agent may open it for reading (it must run privileged).", t1),
-			cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonDeviceUnreadable,
+			cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonDeviceUnreadable,
 				"Refusing to start the probe run: cannot read device /dev/vdz: no such file or directory. "+
 					"Check that the device node exists in the agent's pod and that the agent may open it for reading (it must run privileged).", t1),
 		},
@@ -228,7 +228,7 @@ func TestStatusWhileWaiting(t *testing.T) {
 	t.Run("figures of an earlier run stay valid", func(t *testing.T) {
 		got := statusWhileWaiting(previous(), msg, t1)
 		want := ownedStatus(previous())
-		want.Conditions[0] = cond(v1alpha1.ConditionProbed, metav1.ConditionTrue, ReasonWaitingForSlot, msg, t0)
+		want.Conditions[0] = cond(v1alpha1.ConditionProbed, metav1.ConditionTrue, v1alpha1.ReasonWaitingForSlot, msg, t0)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("status (-want +got):\n%s", diff)
 		}
@@ -236,7 +236,7 @@ func TestStatusWhileWaiting(t *testing.T) {
 	t.Run("never probed", func(t *testing.T) {
 		got := statusWhileWaiting(v1alpha1.NodeIOProfileStatus{}, msg, t1)
 		want := v1alpha1.NodeIOProfileStatus{Conditions: []metav1.Condition{
-			cond(v1alpha1.ConditionProbed, metav1.ConditionUnknown, ReasonWaitingForSlot, msg, t1)}}
+			cond(v1alpha1.ConditionProbed, metav1.ConditionUnknown, v1alpha1.ReasonWaitingForSlot, msg, t1)}}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("status (-want +got):\n%s", diff)
 		}
@@ -246,22 +246,22 @@ func TestStatusWhileWaiting(t *testing.T) {
 // TestClassify feeds the messages the probe and the slot pool produce for each failure.
 func TestClassify(t *testing.T) {
 	tests := []struct{ text, want string }{
-		{"refusing to start the probe run: target /x does not exist", ReasonTargetNotFound},
-		{"target /x is not a directory", ReasonTargetNotDirectory},
-		{"target /x is on a read-only filesystem", ReasonTargetReadOnly},
-		{"target disk (/x): sequential write: failed to create /x/.dbtune-probe-1/sequential: read-only file system", ReasonTargetReadOnly},
-		{"target /x is not writable: permission denied", ReasonTargetNotWritable},
-		{"not enough free space in /x: the probe needs 16777216 bytes (16.0 MiB) free (twice what it writes there at once), only 4096 bytes is free", ReasonNotEnoughSpace},
-		{"target tmpfs (/x): sequential write: the filesystem filled up: /x/.dbtune-probe-1/sequential got 1048576 of 4194304 bytes: no space left on device", ReasonTargetFull},
-		{"target disk (/x): fdatasync latency: failed to write /x/f after 0 of 1 bytes: disk quota exceeded", ReasonTargetFull},
-		{"refusing to start the probe run: cannot read device /dev/vdz: permission denied", ReasonDeviceUnreadable},
-		{"refusing to start the probe run: device /tmp/file is not a block device", ReasonDeviceUnreadable},
-		{"target disk (/x): device read: the read of /dev/vda failed after 0 bytes: input/output error", ReasonDeviceUnreadable},
-		{"the probe run stopped early: the run reached its 1m0s time limit: context deadline exceeded", ReasonTimeLimit},
-		{"the probe run stopped early: context canceled", ReasonCanceled},
-		{"the probe run stopped early: lost its probe slot: Lease ns/slot-0 changed hands: conflict", ReasonSlotLost},
-		{"invalid probe options: SeqWriteBytes must be positive, got 0", ReasonInvalidOptions},
-		{"something nobody expected", ReasonProbeFailed},
+		{"refusing to start the probe run: target /x does not exist", v1alpha1.ReasonProbeTargetNotFound},
+		{"target /x is not a directory", v1alpha1.ReasonTargetNotDirectory},
+		{"target /x is on a read-only filesystem", v1alpha1.ReasonTargetReadOnly},
+		{"target disk (/x): sequential write: failed to create /x/.dbtune-probe-1/sequential: read-only file system", v1alpha1.ReasonTargetReadOnly},
+		{"target /x is not writable: permission denied", v1alpha1.ReasonTargetNotWritable},
+		{"not enough free space in /x: the probe needs 16777216 bytes (16.0 MiB) free (twice what it writes there at once), only 4096 bytes is free", v1alpha1.ReasonNotEnoughSpace},
+		{"target tmpfs (/x): sequential write: the filesystem filled up: /x/.dbtune-probe-1/sequential got 1048576 of 4194304 bytes: no space left on device", v1alpha1.ReasonTargetFull},
+		{"target disk (/x): fdatasync latency: failed to write /x/f after 0 of 1 bytes: disk quota exceeded", v1alpha1.ReasonTargetFull},
+		{"refusing to start the probe run: cannot read device /dev/vdz: permission denied", v1alpha1.ReasonDeviceUnreadable},
+		{"refusing to start the probe run: device /tmp/file is not a block device", v1alpha1.ReasonDeviceUnreadable},
+		{"target disk (/x): device read: the read of /dev/vda failed after 0 bytes: input/output error", v1alpha1.ReasonDeviceUnreadable},
+		{"the probe run stopped early: the run reached its 1m0s time limit: context deadline exceeded", v1alpha1.ReasonTimeLimit},
+		{"the probe run stopped early: context canceled", v1alpha1.ReasonCanceled},
+		{"the probe run stopped early: lost its probe slot: Lease ns/slot-0 changed hands: conflict", v1alpha1.ReasonSlotLost},
+		{"invalid probe options: SeqWriteBytes must be positive, got 0", v1alpha1.ReasonInvalidOptions},
+		{"something nobody expected", v1alpha1.ReasonProbeFailed},
 	}
 	for _, tc := range tests {
 		if got := classify(tc.text).reason; got != tc.want {

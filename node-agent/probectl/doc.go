@@ -1,8 +1,10 @@
-// Package agent is the node agent's DaemonSet mode: it measures its node's storage with the probe
-// package and publishes the figures in the node's NodeIOProfile and as Prometheus metrics.
+// Package probectl is the probe side of the node agent's DaemonSet mode: it measures its node's
+// storage with the probe package and publishes the figures in the node's NodeIOProfile and as
+// Prometheus metrics. Its sibling readaheadctl is the read-ahead side; both write the NodeIOProfile
+// through the nodeprofile package, each under a field manager of its own.
 //
 // Each node's agent runs its own controller-runtime manager without leader election, knows its
-// node from the downward API, and caches only its own NodeIOProfile and Node (CacheOptions). Setup
+// node from the downward API, and caches only its own NodeIOProfile and Node (nodeprofile.CacheOptions). Setup
 // adds three parts to that manager:
 //
 //   - a scheduler that asks for a run at start and then every Config.Period plus jitter;
@@ -60,4 +62,4 @@
 // Its _sum is NaN: the probe keeps bucket counts and percentiles, not the total of the latencies.
 // The gauges hold the figures of the last run that measured something; a run that measured
 // nothing leaves them, and dbtune_node_probe_last_success_timestamp_seconds tells how old they are.
-package agent
+package probectl

@@ -1,4 +1,4 @@
-package agent
+package probectl
 
 import (
 	"errors"
@@ -10,18 +10,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/node-agent/nodeprofile"
 	"github.com/dbtune/scratch-operator/node-agent/probe"
 )
 
@@ -191,21 +187,6 @@ func (cfg *Config) validateSlots() error {
 // slotName is the name of the i-th slot Lease.
 func slotName(prefix string, i int) string { return prefix + "-" + strconv.Itoa(i) }
 
-// CacheOptions restrict the manager's cache to the two objects of nodeName the agent may read
-// through it: its own NodeIOProfile and its Node. Without them every agent of a DaemonSet would
-// watch every profile and every Node of the cluster. Slot Leases are never cached: they are read
-// from the API server when a slot is wanted.
-func CacheOptions(nodeName string) cache.Options {
-	own := fields.OneTermEqualSelector("metadata.name", nodeName)
-	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&v1alpha1.NodeIOProfile{}: {Field: own},
-			&corev1.Node{}:            {Field: own},
-		},
-	}
-}
-
 // ManagerOptions are the options of the agent's own manager: no leader election (every node's
 // agent works on its own node), the restricted cache, and the configured listen addresses.
 func ManagerOptions(cfg Config, scheme *runtime.Scheme) manager.Options {
@@ -214,7 +195,7 @@ func ManagerOptions(cfg Config, scheme *runtime.Scheme) manager.Options {
 		LeaderElection:         false,
 		Metrics:                metricsserver.Options{BindAddress: orString(cfg.MetricsAddr, DefaultMetricsAddr)},
 		HealthProbeBindAddress: orString(cfg.HealthProbeAddr, DefaultHealthProbeAddr),
-		Cache:                  CacheOptions(cfg.NodeName),
+		Cache:                  nodeprofile.CacheOptions(cfg.NodeName),
 	}
 }
 

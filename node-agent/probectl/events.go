@@ -1,4 +1,4 @@
-package agent
+package probectl
 
 // Event reasons and actions on a NodeIOProfile, predefined so that users can filter on them
 // (`kubectl get events --field-selector reason=ProbeDegraded`).

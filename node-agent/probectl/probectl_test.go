@@ -1,4 +1,4 @@
-package agent_test
+package probectl_test
 
 import (
 	"context"
@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
-	"github.com/dbtune/scratch-operator/node-agent/agent"
 	"github.com/dbtune/scratch-operator/node-agent/probe"
+	"github.com/dbtune/scratch-operator/node-agent/probectl"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
@@ -77,7 +77,7 @@ func TestCreatesProfileForTmpfsAndDisk(t *testing.T) {
 	a := startAgent(t, e, testConfig(node.Name, e.Namespace(t),
 		probe.Target{Name: "tmpfs", Path: tmpfs}, probe.Target{Name: "disk", Path: disk}), nil)
 
-	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, agent.ReasonProbed)
+	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, v1alpha1.ReasonProbed)
 	assertOwnedByNode(t, p, string(node.UID), node.Name)
 	assertMeasured(t, p, "tmpfs", "disk")
 	if d := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionDegraded); d == nil || d.Status != metav1.ConditionFalse {
@@ -109,7 +109,7 @@ func TestCreatesProfileOnDisk(t *testing.T) {
 	ns := e.Namespace(t)
 	startAgent(t, e, testConfig(node.Name, ns, probe.Target{Path: disk}), nil)
 
-	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, agent.ReasonProbed)
+	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, v1alpha1.ReasonProbed)
 	assertOwnedByNode(t, p, string(node.UID), node.Name)
 	assertMeasured(t, p, "disk")
 	if p.Status.Speedup != nil {
@@ -117,7 +117,7 @@ func TestCreatesProfileOnDisk(t *testing.T) {
 	}
 	assertEmpty(t, disk)
 	lease := &coordinationv1.Lease{}
-	if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: agent.DefaultLeasePrefix + "-0"}, lease); err != nil {
+	if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: probectl.DefaultLeasePrefix + "-0"}, lease); err != nil {
 		t.Fatalf("the slot Lease: %v", err)
 	}
 	if h := lease.Spec.HolderIdentity; h != nil {
@@ -130,10 +130,10 @@ func TestOnDemandAnnotationRunsOnce(t *testing.T) {
 	node := createNode(t, e)
 	rec := &spans{}
 	cfg := testConfig(node.Name, e.Namespace(t), probe.Target{Path: diskDir(t)})
-	cfg.Prober = rec.wrap(node.Name, agent.HostProber, 0)
+	cfg.Prober = rec.wrap(node.Name, probectl.HostProber, 0)
 	startAgent(t, e, cfg, nil)
 
-	first := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, agent.ReasonProbed)
+	first := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, v1alpha1.ReasonProbed)
 	// lastRunTime has a resolution of one second.
 	time.Sleep(time.Until(first.Status.LastRunTime.Add(1100 * time.Millisecond)))
 	annotate(t, e, node.Name, v1alpha1.ProbeRequestedAnnotation, "2026-03-01T10:00:00Z")
@@ -170,12 +170,12 @@ func TestProbeSlotsSerializeNodes(t *testing.T) {
 		node := createNode(t, e)
 		cfg := testConfig(node.Name, ns, probe.Target{Path: diskDir(t)})
 		cfg.MaxProbingNodes = 1
-		cfg.Prober = rec.wrap(node.Name, agent.HostProber, 300*time.Millisecond)
+		cfg.Prober = rec.wrap(node.Name, probectl.HostProber, 300*time.Millisecond)
 		nodes = append(nodes, node.Name)
 		startAgent(t, e, cfg, nil)
 	}
 	for _, n := range nodes {
-		waitForCondition(t, e, n, v1alpha1.ConditionProbed, metav1.ConditionTrue, agent.ReasonProbed)
+		waitForCondition(t, e, n, v1alpha1.ConditionProbed, metav1.ConditionTrue, v1alpha1.ReasonProbed)
 	}
 	for _, n := range nodes {
 		annotate(t, e, n, v1alpha1.ProbeRequestedAnnotation, "again")
@@ -205,7 +205,7 @@ func TestWaitsForAHeldSlot(t *testing.T) {
 	ns := e.Namespace(t)
 	now := metav1.NewMicroTime(time.Now())
 	ghost := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: agent.DefaultLeasePrefix + "-0"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: probectl.DefaultLeasePrefix + "-0"},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("gone-node_1234"), LeaseDurationSeconds: ptr.To[int32](2),
 			AcquireTime: &now, RenewTime: &now},
 	}
@@ -215,15 +215,15 @@ func TestWaitsForAHeldSlot(t *testing.T) {
 	node := createNode(t, e)
 	rec := &spans{}
 	cfg := testConfig(node.Name, ns, probe.Target{Path: diskDir(t)})
-	cfg.Prober = rec.wrap(node.Name, agent.HostProber, 0)
+	cfg.Prober = rec.wrap(node.Name, probectl.HostProber, 0)
 	started := time.Now()
 	startAgent(t, e, cfg, nil)
 
-	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionUnknown, agent.ReasonWaitingForSlot)
+	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionUnknown, v1alpha1.ReasonWaitingForSlot)
 	if msg := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionProbed).Message; !strings.Contains(msg, "gone-node_1234") {
 		t.Errorf("the waiting message does not name the holder: %q", msg)
 	}
-	waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, agent.ReasonProbed)
+	waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, v1alpha1.ReasonProbed)
 	if runs := rec.all(); len(runs) != 1 || runs[0].start.Sub(started) < 2*time.Second {
 		t.Errorf("runs %+v: want one, started at least the Lease's 2s after the agent", runs)
 	}
@@ -245,26 +245,26 @@ func TestBadTargets(t *testing.T) {
 		targets: func(t *testing.T) []probe.Target {
 			return []probe.Target{{Path: filepath.Join(t.TempDir(), "missing")}}
 		},
-		probed: metav1.ConditionFalse, reason: agent.ReasonTargetNotFound, words: "does not exist",
+		probed: metav1.ConditionFalse, reason: v1alpha1.ReasonProbeTargetNotFound, words: "does not exist",
 	}, {
 		name: "unreadable device",
 		targets: func(t *testing.T) []probe.Target {
 			return []probe.Target{{Path: diskDir(t), Device: "/dev/dbtune-no-such-device"}}
 		},
-		probed: metav1.ConditionFalse, reason: agent.ReasonDeviceUnreadable, words: "/dev/dbtune-no-such-device",
+		probed: metav1.ConditionFalse, reason: v1alpha1.ReasonDeviceUnreadable, words: "/dev/dbtune-no-such-device",
 	}, {
 		name: "read-only tmpfs",
 		targets: func(t *testing.T) []probe.Target {
 			return []probe.Target{{Path: mountTmpfs(t, "8m", unix.MS_RDONLY)}}
 		},
-		probed: metav1.ConditionFalse, reason: agent.ReasonTargetReadOnly, words: "read-only",
+		probed: metav1.ConditionFalse, reason: v1alpha1.ReasonTargetReadOnly, words: "read-only",
 	}, {
 		name: "tmpfs that fills up beside a disk that does not",
 		targets: func(t *testing.T) []probe.Target {
 			return []probe.Target{{Name: "tmpfs", Path: mountTmpfs(t, "2m", 0)}, {Name: "disk", Path: diskDir(t)}}
 		},
 		options: func(o *probe.Options) { o.SkipFreeSpaceCheck = true },
-		probed:  metav1.ConditionTrue, reason: agent.ReasonTargetFull, words: "filled up",
+		probed:  metav1.ConditionTrue, reason: v1alpha1.ReasonTargetFull, words: "filled up",
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -277,7 +277,7 @@ func TestBadTargets(t *testing.T) {
 			startAgent(t, e, cfg, nil)
 			probedReason := tc.reason
 			if tc.probed == metav1.ConditionTrue {
-				probedReason = agent.ReasonPartiallyProbed
+				probedReason = v1alpha1.ReasonPartiallyProbed
 			}
 			p := waitForCondition(t, e, node.Name, v1alpha1.ConditionDegraded, metav1.ConditionTrue, tc.reason)
 			probed := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionProbed)
@@ -302,13 +302,13 @@ func TestMissingTargetKeepsRunning(t *testing.T) {
 	dir := filepath.Join(diskDir(t), "created-later")
 	node := createNode(t, e)
 	a := startAgent(t, e, testConfig(node.Name, e.Namespace(t), probe.Target{Path: dir}), nil)
-	waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionFalse, agent.ReasonTargetNotFound)
+	waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionFalse, v1alpha1.ReasonProbeTargetNotFound)
 
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	annotate(t, e, node.Name, v1alpha1.ProbeRequestedAnnotation, "fixed")
-	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, agent.ReasonProbed)
+	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, v1alpha1.ReasonProbed)
 	if d := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionDegraded); d.Status != metav1.ConditionFalse {
 		t.Errorf("Degraded = %+v after the fix", d)
 	}
@@ -329,7 +329,7 @@ func TestCanceledRunSaysSoAndCleansUp(t *testing.T) {
 	cfg.Options.FsyncSamples, cfg.Options.FsyncMaxDuration = 200_000, 10*time.Second
 	inRun := make(chan struct{})
 	var once sync.Once
-	cfg.Prober = agent.ProberFunc(func(ctx context.Context, targets []probe.Target, opts probe.Options) (*probe.Result, error) {
+	cfg.Prober = probectl.ProberFunc(func(ctx context.Context, targets []probe.Target, opts probe.Options) (*probe.Result, error) {
 		once.Do(func() { close(inRun) })
 		return probe.Run(ctx, targets, opts)
 	})
@@ -350,8 +350,8 @@ func TestCanceledRunSaysSoAndCleansUp(t *testing.T) {
 		t.Fatal("no NodeIOProfile")
 	}
 	d := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionDegraded)
-	if d == nil || d.Status != metav1.ConditionTrue || d.Reason != agent.ReasonCanceled {
-		t.Errorf("Degraded = %+v, want True/%s", d, agent.ReasonCanceled)
+	if d == nil || d.Status != metav1.ConditionTrue || d.Reason != v1alpha1.ReasonCanceled {
+		t.Errorf("Degraded = %+v, want True/%s", d, v1alpha1.ReasonCanceled)
 	}
 	assertEmpty(t, disk)
 }
@@ -368,7 +368,7 @@ func TestKeepsResultWhileAPIServerIsDown(t *testing.T) {
 	inRun, proceed := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	cfg := testConfig(node.Name, e.Namespace(t), probe.Target{Path: "/probe/disk"})
-	cfg.Prober = agent.ProberFunc(func(context.Context, []probe.Target, probe.Options) (*probe.Result, error) {
+	cfg.Prober = probectl.ProberFunc(func(context.Context, []probe.Target, probe.Options) (*probe.Result, error) {
 		once.Do(func() { close(inRun); <-proceed })
 		now := time.Now()
 		return &probe.Result{Kernel: "measured-during-outage", StartTime: now.Add(-time.Second), FinishTime: now, DurationMilliseconds: 1000,
@@ -395,7 +395,7 @@ func TestKeepsResultWhileAPIServerIsDown(t *testing.T) {
 		return ""
 	})
 	down.Store(false)
-	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, agent.ReasonProbed)
+	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, v1alpha1.ReasonProbed)
 	if p.Status.Kernel != "measured-during-outage" {
 		t.Errorf("kernel = %q, want the result measured during the outage", p.Status.Kernel)
 	}
@@ -423,7 +423,7 @@ func TestLeavesReadAheadAlone(t *testing.T) {
 	}
 	startAgent(t, e, testConfig(node.Name, e.Namespace(t), probe.Target{Path: diskDir(t)}), nil)
 
-	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, agent.ReasonProbed)
+	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, v1alpha1.ReasonProbed)
 	assertOwnedByNode(t, p, string(node.UID), node.Name)
 	if ra := p.Status.ReadAhead; len(ra) != 1 || ra[0].Device != "vda" || ptr.Deref(ra[0].CurrentKiB, 0) != 4096 {
 		t.Errorf("readAhead = %+v, want the read-ahead side's entry", ra)

@@ -1,4 +1,4 @@
-package agent_test
+package probectl_test
 
 import (
 	"context"
@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
-	"github.com/dbtune/scratch-operator/node-agent/agent"
 	"github.com/dbtune/scratch-operator/node-agent/probe"
+	"github.com/dbtune/scratch-operator/node-agent/probectl"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
@@ -56,8 +56,8 @@ func tinyOptions() probe.Options {
 var fastBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 100, Cap: 500 * time.Millisecond}
 
 // testConfig is an agent for node with fast retries and no listeners.
-func testConfig(node, leaseNamespace string, targets ...probe.Target) agent.Config {
-	return agent.Config{
+func testConfig(node, leaseNamespace string, targets ...probe.Target) probectl.Config {
+	return probectl.Config{
 		NodeName: node, Targets: targets, Options: tinyOptions(), LeaseNamespace: leaseNamespace,
 		SlotBackoff: fastBackoff, WriteBackoff: fastBackoff, MetricsAddr: "0", HealthProbeAddr: "0",
 	}
@@ -73,12 +73,12 @@ type runningAgent struct {
 
 // startAgent runs cfg's agent in a manager of its own (through restConfig when given) until the
 // test ends or stop is called.
-func startAgent(t *testing.T, e *testenv.Env, cfg agent.Config, restConfig *rest.Config) *runningAgent {
+func startAgent(t *testing.T, e *testenv.Env, cfg probectl.Config, restConfig *rest.Config) *runningAgent {
 	t.Helper()
 	if restConfig == nil {
 		restConfig = e.Config
 	}
-	opts := agent.ManagerOptions(cfg, e.Scheme)
+	opts := probectl.ManagerOptions(cfg, e.Scheme)
 	opts.Controller.SkipNameValidation = ptr.To(true) // one manager per agent, many per process
 	opts.Logger = ctrl.Log.WithName(cfg.NodeName)
 	mgr, err := ctrl.NewManager(restConfig, opts)
@@ -87,7 +87,7 @@ func startAgent(t *testing.T, e *testenv.Env, cfg agent.Config, restConfig *rest
 	}
 	reg := prometheus.NewRegistry()
 	cfg.Registerer = reg
-	if err := agent.Setup(mgr, cfg); err != nil {
+	if err := probectl.Setup(mgr, cfg); err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -230,8 +230,8 @@ type spans struct {
 
 // wrap records every call of inner for node, keeping the slot at least hold so that runs of
 // different nodes would overlap if nothing kept them apart.
-func (s *spans) wrap(node string, inner agent.Prober, hold time.Duration) agent.Prober {
-	return agent.ProberFunc(func(ctx context.Context, targets []probe.Target, opts probe.Options) (*probe.Result, error) {
+func (s *spans) wrap(node string, inner probectl.Prober, hold time.Duration) probectl.Prober {
+	return probectl.ProberFunc(func(ctx context.Context, targets []probe.Target, opts probe.Options) (*probe.Result, error) {
 		start := time.Now()
 		res, err := inner.Probe(ctx, targets, opts)
 		if rest := hold - time.Since(start); rest > 0 {

@@ -1,4 +1,4 @@
-package agent
+package probectl
 
 import (
 	"fmt"
@@ -7,18 +7,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// Permissions of the agent, turned into its own ClusterRole.
+// Permissions of the probe side, merged into the agent's ClusterRole with those of readaheadctl
+// and nodeprofile (which holds the NodeIOProfile's and the Node's).
 //
-// +kubebuilder:rbac:groups=dbtune.io,resources=nodeioprofiles,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups=dbtune.io,resources=nodeioprofiles/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=dbtune-system,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Setup adds the agent of cfg.NodeName to mgr: the Runner, the scheduler that asks it for a run at
-// start and every period, and the ProfileReconciler that asks it for on-demand runs. mgr should be
-// built with ManagerOptions (or at least CacheOptions) for the same node. Setup also registers the
-// probe metrics with cfg.Registerer. It fails on an invalid Config, never on a target that is
+// start and every period, and the ProfileReconciler that asks it for on-demand runs. mgr should
+// be built with ManagerOptions (or at least nodeprofile.CacheOptions) for the same node. Setup also
+// registers the probe metrics with cfg.Registerer. It fails on an invalid Config, never on a target that is
 // missing or unusable: that is a condition of the NodeIOProfile.
 func Setup(mgr manager.Manager, cfg Config) error {
 	cfg, err := cfg.complete()

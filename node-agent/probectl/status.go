@@ -1,4 +1,4 @@
-package agent
+package probectl
 
 import (
 	"fmt"
@@ -10,33 +10,6 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/node-agent/probe"
-)
-
-// Reasons of the Probed and Degraded conditions. Probed says whether the figures in the status
-// are fresh; Degraded says what went wrong, with the same reason as Probed when nothing could be
-// measured.
-const (
-	// ReasonProbed: every target was measured completely.
-	ReasonProbed = "Probed"
-	// ReasonPartiallyProbed: some figures are fresh, others are missing; Degraded says why.
-	ReasonPartiallyProbed = "PartiallyProbed"
-	// ReasonWaitingForSlot: as many nodes as allowed are probing; this one waits for a slot.
-	ReasonWaitingForSlot = "WaitingForProbeSlot"
-	// ReasonAllTargetsMeasured: Degraded is False.
-	ReasonAllTargetsMeasured = "AllTargetsMeasured"
-
-	ReasonTargetNotFound     = "TargetNotFound"
-	ReasonTargetNotDirectory = "TargetNotDirectory"
-	ReasonTargetReadOnly     = "TargetReadOnly"
-	ReasonTargetNotWritable  = "TargetNotWritable"
-	ReasonNotEnoughSpace     = "NotEnoughSpace"
-	ReasonTargetFull         = "TargetFull"
-	ReasonDeviceUnreadable   = "DeviceUnreadable"
-	ReasonTimeLimit          = "TimeLimitReached"
-	ReasonCanceled           = "ProbeCanceled"
-	ReasonSlotLost           = "ProbeSlotLost"
-	ReasonInvalidOptions     = "InvalidProbeOptions"
-	ReasonProbeFailed        = "ProbeFailed"
 )
 
 // maxMessageLength keeps a condition readable in `kubectl describe` however many targets failed.
@@ -65,27 +38,27 @@ type rule struct {
 // rules are tried in order: a device that cannot be opened says "permission denied" too, and a
 // run stopped by a lost slot also says "context canceled".
 var rules = []rule{
-	{ReasonSlotLost, []string{"probe slot"},
+	{v1alpha1.ReasonSlotLost, []string{"probe slot"},
 		"Another node may have taken the slot; the next run measures again."},
-	{ReasonCanceled, []string{"context canceled"},
+	{v1alpha1.ReasonCanceled, []string{"context canceled"},
 		"The agent was stopping; its files were removed and the next run measures again."},
-	{ReasonTimeLimit, []string{"time limit"},
+	{v1alpha1.ReasonTimeLimit, []string{"time limit"},
 		"The figures measured before the limit stand; a slow or busy disk needs a longer --probe-timeout or smaller probe sizes."},
-	{ReasonInvalidOptions, []string{"invalid probe options"},
+	{v1alpha1.ReasonInvalidOptions, []string{"invalid probe options"},
 		"Fix the agent's probe options."},
-	{ReasonDeviceUnreadable, []string{"device read:", "cannot read device", "is not a block device", "stat device", "open device"},
+	{v1alpha1.ReasonDeviceUnreadable, []string{"device read:", "cannot read device", "is not a block device", "stat device", "open device"},
 		"Check that the device node exists in the agent's pod and that the agent may open it for reading (it must run privileged)."},
-	{ReasonTargetNotFound, []string{"does not exist"},
+	{v1alpha1.ReasonProbeTargetNotFound, []string{"does not exist"},
 		"Create the directory or fix the --target path; for a hostPath volume, check the path on the node."},
-	{ReasonTargetNotDirectory, []string{"is not a directory"},
+	{v1alpha1.ReasonTargetNotDirectory, []string{"is not a directory"},
 		"Point --target at a directory."},
-	{ReasonTargetReadOnly, []string{"read-only file"},
+	{v1alpha1.ReasonTargetReadOnly, []string{"read-only file"},
 		"Mount the target read-write into the agent's pod."},
-	{ReasonNotEnoughSpace, []string{"not enough free space"},
+	{v1alpha1.ReasonNotEnoughSpace, []string{"not enough free space"},
 		"Free space on the target or lower the probe sizes."},
-	{ReasonTargetFull, []string{"filled up", "no space left", "quota exceeded"},
+	{v1alpha1.ReasonTargetFull, []string{"filled up", "no space left", "quota exceeded"},
 		"The filesystem filled up during the run and the probe removed its files; free space, enlarge the tmpfs or lower the probe sizes."},
-	{ReasonTargetNotWritable, []string{"not writable", "permission denied"},
+	{v1alpha1.ReasonTargetNotWritable, []string{"not writable", "permission denied"},
 		"Give the agent write access to the directory."},
 }
 
@@ -99,7 +72,7 @@ func classify(text string) problem {
 			}
 		}
 	}
-	return problem{reason: ReasonProbeFailed, text: text}
+	return problem{reason: v1alpha1.ReasonProbeFailed, text: text}
 }
 
 // verdict sums up a run for the conditions.
@@ -153,10 +126,10 @@ func (v *verdict) probed(prev *v1alpha1.NodeIOProfileStatus) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionProbed, Status: metav1.ConditionTrue}
 	switch {
 	case len(v.problems) == 0 && len(v.complete) == v.total:
-		c.Reason = ReasonProbed
+		c.Reason = v1alpha1.ReasonProbed
 		c.Message = fmt.Sprintf("Measured %s in %s.", joinNames(v.complete), v.duration)
 	case v.measuredAny():
-		c.Reason = ReasonPartiallyProbed
+		c.Reason = v1alpha1.ReasonPartiallyProbed
 		c.Message = fmt.Sprintf("Measured %s in %s; the Degraded condition says what is missing.", v.coverage(), v.duration)
 	default:
 		c.Status, c.Reason = metav1.ConditionFalse, v.firstReason()
@@ -172,7 +145,7 @@ func (v *verdict) probed(prev *v1alpha1.NodeIOProfileStatus) metav1.Condition {
 func (v *verdict) degraded() metav1.Condition {
 	if len(v.problems) == 0 {
 		return metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse,
-			Reason: ReasonAllTargetsMeasured, Message: "Every target was measured completely."}
+			Reason: v1alpha1.ReasonAllTargetsMeasured, Message: "Every target was measured completely."}
 	}
 	return metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue,
 		Reason: v.firstReason(), Message: truncate(summarize(v.problems))}
@@ -180,7 +153,7 @@ func (v *verdict) degraded() metav1.Condition {
 
 func (v *verdict) firstReason() string {
 	if len(v.problems) == 0 {
-		return ReasonProbeFailed
+		return v1alpha1.ReasonProbeFailed
 	}
 	return v.problems[0].reason
 }
@@ -270,7 +243,7 @@ func statusWhileWaiting(prev v1alpha1.NodeIOProfileStatus, message string, now t
 		status = metav1.ConditionTrue
 	}
 	setCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionProbed, Status: status,
-		Reason: ReasonWaitingForSlot, Message: truncate(message)}, now)
+		Reason: v1alpha1.ReasonWaitingForSlot, Message: truncate(message)}, now)
 	return st
 }
 

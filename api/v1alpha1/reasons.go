@@ -1,0 +1,103 @@
+package v1alpha1
+
+// The reasons of every condition the operator and the node agent write, one place for both
+// binaries and for users filtering on them. A reason is part of the API: renaming one breaks
+// alerts and scripts that match it, so the Go names may change and the values may not.
+
+// Reasons of a ScratchVolume's conditions, set by the controller itself.
+const (
+	ReasonReady                = "Ready"
+	ReasonTargetFound          = "TargetFound"
+	ReasonTargetNotFound       = "TargetNotFound"
+	ReasonNoConflict           = "NoConflict"
+	ReasonInjected             = "Injected"
+	ReasonRolledOut            = "RolledOut"
+	ReasonRollingOut           = "RollingOut"
+	ReasonWaitingForController = "WaitingForStatefulSetController"
+	ReasonOnDelete             = "WaitingForPodDeletion"
+	ReasonPartitioned          = "HeldBackByPartition"
+	// ReasonScratchVolumeConflict: another, older ScratchVolume already serves the same container
+	// and purpose, or mounts at the same path.
+	ReasonScratchVolumeConflict = "ScratchVolumeConflict"
+)
+
+// Reasons a ScratchVolume cannot be injected into a StatefulSet. Each becomes a condition reason
+// and an Event; the StatefulSet is then left untouched.
+const (
+	ReasonContainerNotFound  = "ContainerNotFound"
+	ReasonContainerAmbiguous = "ContainerAmbiguous"
+	ReasonMountPathInUse     = "MountPathInUse"
+	ReasonVolumeNameInUse    = "VolumeNameInUse"
+	ReasonOverriddenByArgs   = "OverriddenByArgs"
+	ReasonConfigDirUnusable  = "ConfigDirUnusable"
+	ReasonArgsIgnored        = "ArgsCannotConfigure"
+	ReasonUnknownImage       = "UnknownImage"
+	ReasonInvalidLayout      = "InvalidLayout"
+	ReasonMemoryBudget       = "MemoryLimitTooLow"
+	ReasonInvalidArgs        = "InvalidArgs"
+)
+
+// Reasons of a ScratchVolume's notes: what the user should know about an injection that still
+// goes ahead (the MemoryBudget condition's reasons when the budget is not short).
+const (
+	ReasonNoMemoryLimit       = "NoMemoryLimit"
+	ReasonNoPersistentVolume  = "NoPersistentVolume"
+	ReasonMemoryReserved      = "MemoryReserved"
+	ReasonMemoryNotAccounted  = "MemoryNotAccounted"
+	ReasonMemoryBudgetCovered = "MemoryLimitSufficient"
+	ReasonGaleraSST           = "GaleraSSTNotMoved"
+)
+
+// Reasons of a NodeIOProfile's Probed and Degraded conditions. Probed says whether the figures in
+// the status are fresh; Degraded says what went wrong, with the same reason as Probed when
+// nothing could be measured.
+const (
+	// ReasonProbed: every target was measured completely.
+	ReasonProbed = "Probed"
+	// ReasonPartiallyProbed: some figures are fresh, others are missing; Degraded says why.
+	ReasonPartiallyProbed = "PartiallyProbed"
+	// ReasonWaitingForSlot: as many nodes as allowed are probing; this one waits for a slot.
+	ReasonWaitingForSlot = "WaitingForProbeSlot"
+	// ReasonAllTargetsMeasured: Degraded is False.
+	ReasonAllTargetsMeasured = "AllTargetsMeasured"
+
+	ReasonProbeTargetNotFound = "TargetNotFound"
+	ReasonTargetNotDirectory  = "TargetNotDirectory"
+	ReasonTargetReadOnly      = "TargetReadOnly"
+	ReasonTargetNotWritable   = "TargetNotWritable"
+	ReasonNotEnoughSpace      = "NotEnoughSpace"
+	ReasonTargetFull          = "TargetFull"
+	ReasonDeviceUnreadable    = "DeviceUnreadable"
+	ReasonTimeLimit           = "TimeLimitReached"
+	ReasonCanceled            = "ProbeCanceled"
+	ReasonSlotLost            = "ProbeSlotLost"
+	ReasonInvalidOptions      = "InvalidProbeOptions"
+	ReasonProbeFailed         = "ProbeFailed"
+)
+
+// Reasons of a NodeIOProfile's ReadAheadApplied condition (written by the node agent) and of a
+// ReadAheadPolicy's Applied, Degraded and Overridden conditions (summed up by the operator).
+const (
+	ReasonApplied             = "Applied"
+	ReasonNoPolicy            = "NoPolicy"
+	ReasonNoProblems          = "NoProblems"
+	ReasonPending             = "Pending"
+	ReasonStateFileCorrupt    = "StateFileCorrupt"
+	ReasonStateFileUnreadable = "StateFileUnreadable"
+	ReasonInventoryUnreadable = "InventoryUnreadable"
+	ReasonDeviceNotFound      = "DeviceNotFound"
+	ReasonDeviceChanged       = "DeviceChanged"
+	ReasonPermissionDenied    = "PermissionDenied"
+	ReasonReadOnlySysfs       = "ReadOnlySysfs"
+	ReasonReadAheadFailed     = "ReadAheadFailed"
+	ReasonRestoreFailed       = "RestoreFailed"
+	ReasonNoDeviceMatched     = "NoDeviceMatched"
+	ReasonMountPathUnresolved = "MountPathUnresolved"
+	ReasonInvalidNodeSelector = "InvalidNodeSelector"
+	ReasonNoMatchingNodes     = "NoMatchingNodes"
+	ReasonWaitingForAgent     = "WaitingForAgent"
+	ReasonNoDevices           = "NoDevices"
+	ReasonDegraded            = "Degraded"
+	ReasonOverridden          = "Overridden"
+	ReasonNotOverridden       = "NotOverridden"
+)
