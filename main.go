@@ -84,7 +84,7 @@ func run(ctx context.Context, opts options) error {
 		return fmt.Errorf("failed to create the manager: %w", err)
 	}
 	r := &controllers.ScratchVolumeReconciler{
-		Client: mgr.GetClient(), Scheme: scheme,
+		Client:                  mgr.GetClient(),
 		Recorder:                mgr.GetEventRecorder("scratch-operator"),
 		APIReader:               mgr.GetAPIReader(),
 		MaxConcurrentReconciles: opts.concurrency,

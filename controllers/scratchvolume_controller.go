@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,7 +25,6 @@ import (
 // reports what it did, and removes exactly what it added when the ScratchVolume goes.
 type ScratchVolumeReconciler struct {
 	client.Client
-	Scheme   *runtime.Scheme
 	Recorder recorder.EventRecorder
 	// APIReader reads around the cache, where a write must see the object it just changed.
 	APIReader client.Reader

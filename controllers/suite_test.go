@@ -62,7 +62,7 @@ func runManager(e *testenv.Env) error {
 	done := make(chan struct{})
 	stopManager = func() { cancel(); <-done }
 	r := &controllers.ScratchVolumeReconciler{
-		Client: mgr.GetClient(), Scheme: e.Scheme, Recorder: mgr.GetEventRecorder("scratch-operator"),
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("scratch-operator"),
 		APIReader:               mgr.GetAPIReader(),
 		MaxConcurrentReconciles: 4,
 	}

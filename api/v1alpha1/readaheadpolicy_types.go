@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Read-ahead bounds accepted by a ReadAheadPolicy, in KiB.
@@ -178,4 +179,18 @@ type ReadAheadPolicyList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ReadAheadPolicy `json:"items"`
+}
+
+// SelectsNode reports whether the policy's nodeSelector picks a node with these labels; an
+// omitted selector picks every node. The node agent applies the policy where it does, and the
+// operator counts those nodes in the policy's status, so both ask here.
+func (p *ReadAheadPolicy) SelectsNode(nodeLabels map[string]string) (bool, error) {
+	if p.Spec.NodeSelector == nil {
+		return true, nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
+	if err != nil {
+		return false, err
+	}
+	return s.Matches(labels.Set(nodeLabels)), nil
 }

@@ -74,8 +74,10 @@ func (r *PolicyStatusReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	if equality.Semantic.DeepEqual(policy.Status, status) {
 		return ctrl.Result{}, nil
 	}
+	before := policy.DeepCopy()
 	policy.Status = status
-	if err := r.Status().Update(ctx, policy); err != nil {
+	// A merge patch of the whole status, as for ScratchVolumes: this reconcile computed all of it.
+	if err := r.Status().Patch(ctx, policy, client.MergeFrom(before)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to update the status of ReadAheadPolicy %s: %w", policy.Name, err)
 	}
 	log.FromContext(ctx).Info("Updated ReadAheadPolicy status", "readaheadpolicy", policy.Name,

@@ -10,7 +10,6 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/conditions"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
-	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
 )
 
 // policySummary is what the NodeIOProfiles say about one policy across the matched nodes.
@@ -44,7 +43,7 @@ func summarizePolicy(p *v1alpha1.ReadAheadPolicy, nodes []metav1.PartialObjectMe
 	nodes = slices.Clone(nodes)
 	slices.SortFunc(nodes, func(a, b metav1.PartialObjectMetadata) int { return strings.Compare(a.Name, b.Name) })
 	for i := range nodes {
-		ok, err := readaheadctl.SelectsNode(p.Spec.NodeSelector, nodes[i].Labels)
+		ok, err := p.SelectsNode(nodes[i].Labels)
 		if err != nil {
 			s.selectorErr = err
 			return s

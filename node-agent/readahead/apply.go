@@ -17,8 +17,10 @@ func KernelKiB(kib int64) int64 {
 	return kib / page * page
 }
 
-// Decision is what to do with one device's read-ahead.
+// Decision is what to do with one device's read-ahead, made on one reading of it.
 type Decision struct {
+	// CurrentKiB is the read-ahead the decision was made on.
+	CurrentKiB int64
 	// TargetKiB is the value to ask the kernel for.
 	TargetKiB int64
 	// Change is false when the kernel already holds what it would keep of TargetKiB.
@@ -27,8 +29,13 @@ type Decision struct {
 
 // Decide combines a policy's value with the device's current read-ahead. Set asks for the
 // value; AtLeast asks for the larger of the value and the current one, so it never lowers a
-// device that someone tuned higher. An empty mode is Set, the API default.
+// device that someone tuned higher. An empty mode is Set, the API default. A value outside
+// MinReadAheadKiB..MaxReadAheadKiB is refused: the API never admits one.
 func Decide(mode v1alpha1.ReadAheadMode, currentKiB, wantKiB int64) (Decision, error) {
+	if wantKiB < v1alpha1.MinReadAheadKiB || wantKiB > v1alpha1.MaxReadAheadKiB {
+		return Decision{}, fmt.Errorf("read-ahead %d KiB is outside %d..%d KiB",
+			wantKiB, v1alpha1.MinReadAheadKiB, v1alpha1.MaxReadAheadKiB)
+	}
 	target := wantKiB
 	switch mode {
 	case v1alpha1.ReadAheadSet, "":
@@ -37,19 +44,7 @@ func Decide(mode v1alpha1.ReadAheadMode, currentKiB, wantKiB int64) (Decision, e
 	default:
 		return Decision{}, fmt.Errorf("read-ahead mode %q is not one of Set, AtLeast", mode)
 	}
-	return Decision{TargetKiB: target, Change: KernelKiB(target) != currentKiB}, nil
-}
-
-// Request is the read-ahead a policy wants on one device.
-type Request struct {
-	// Device is the device to change.
-	Device DeviceID
-	// KiB is the policy's readAheadKiB.
-	KiB int64
-	// Mode is the policy's mode.
-	Mode v1alpha1.ReadAheadMode
-	// Policy is the name of the ReadAheadPolicy, recorded in the state file.
-	Policy string
+	return Decision{CurrentKiB: currentKiB, TargetKiB: target, Change: KernelKiB(target) != currentKiB}, nil
 }
 
 // Change is the outcome of setting one device's read-ahead.
@@ -90,35 +85,23 @@ func set(h Host, id DeviceID, before, kib int64) (Change, error) {
 	return c, nil
 }
 
-// Apply brings one device to a policy's read-ahead. The original value is saved in the state
-// file before the device is first written, and nothing is written when the device already has
-// what the kernel would keep of the target, so an unchanged policy causes no writes at all. A
-// corrupt state file stops Apply before the device is touched.
-func Apply(h Host, s *Store, req Request) (Change, error) {
-	if req.KiB < v1alpha1.MinReadAheadKiB || req.KiB > v1alpha1.MaxReadAheadKiB {
-		return Change{}, fmt.Errorf("read-ahead %d KiB for %s is outside %d..%d KiB",
-			req.KiB, req.Device, v1alpha1.MinReadAheadKiB, v1alpha1.MaxReadAheadKiB)
-	}
-	current, err := h.ReadAhead(req.Device)
-	if err != nil {
-		return Change{}, err
-	}
-	d, err := Decide(req.Mode, current, req.KiB)
-	if err != nil {
-		return Change{}, err
-	}
+// Apply carries out a Decision for one device on behalf of a policy, as it was decided: the
+// reading it was made on is the original saved in the state file before the device is first
+// written, and nothing is written when the decision is no change, so an unchanged policy causes
+// no writes at all. A corrupt state file stops Apply before the device is touched.
+func Apply(h Host, s *Store, id DeviceID, policy string, d Decision) (Change, error) {
 	if !d.Change {
-		c := Change{Device: req.Device, BeforeKiB: current, RequestedKiB: d.TargetKiB, KeptKiB: current}
-		return c, s.setPolicy(req.Device, req.Policy)
+		c := Change{Device: id, BeforeKiB: d.CurrentKiB, RequestedKiB: d.TargetKiB, KeptKiB: d.CurrentKiB}
+		return c, s.setPolicy(id, policy)
 	}
-	if _, err := s.SaveOriginal(req.Device, current, req.Policy); err != nil {
+	if _, err := s.SaveOriginal(id, d.CurrentKiB, policy); err != nil {
 		return Change{}, err
 	}
-	c, err := set(h, req.Device, current, d.TargetKiB)
+	c, err := set(h, id, d.CurrentKiB, d.TargetKiB)
 	if err != nil {
 		return c, err
 	}
-	return c, s.RecordApplied(req.Device, c.KeptKiB, req.Policy)
+	return c, s.RecordApplied(id, c.KeptKiB, policy)
 }
 
 // Restored is the outcome of restoring one device.

@@ -41,6 +41,8 @@ func TestDecide(t *testing.T) {
 		{name: "AtLeast never lowers", mode: v1alpha1.ReadAheadAtLeast, current: 8192, want: 4096, wantTarget: 8192},
 		{name: "AtLeast already there", mode: v1alpha1.ReadAheadAtLeast, current: 4096, want: 4096, wantTarget: 4096},
 		{name: "unknown mode", mode: "AtMost", current: 128, want: 4096, wantErrSubstring: `read-ahead mode "AtMost" is not one of Set, AtLeast`},
+		{name: "below a page", mode: v1alpha1.ReadAheadSet, current: 128, want: 3, wantErrSubstring: "read-ahead 3 KiB is outside 4..1048576 KiB"},
+		{name: "above 1 GiB", mode: v1alpha1.ReadAheadSet, current: 128, want: v1alpha1.MaxReadAheadKiB + 1, wantErrSubstring: "read-ahead 1048577 KiB is outside 4..1048576 KiB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +56,7 @@ func TestDecide(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := (readahead.Decision{TargetKiB: tt.wantTarget, Change: tt.wantChange}); d != want {
+			if want := (readahead.Decision{CurrentKiB: tt.current, TargetKiB: tt.wantTarget, Change: tt.wantChange}); d != want {
 				t.Errorf("Decide(%s, %d, %d) = %+v, want %+v", tt.mode, tt.current, tt.want, d, want)
 			}
 		})
@@ -80,7 +82,7 @@ func TestApplySavesTheOriginalBeforeTheFirstWrite(t *testing.T) {
 			t.Errorf("setting %s to %d before its original was saved (entry %+v, %t, %v)", id, kib, e, ok, err)
 		}
 	}
-	c, err := readahead.Apply(host, store, readahead.Request{Device: dm1, KiB: 131072, Mode: v1alpha1.ReadAheadSet, Policy: "mysql-scans"})
+	c, err := applyPolicy(host, store, request{Device: dm1, KiB: 131072, Mode: v1alpha1.ReadAheadSet, Policy: "mysql-scans"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +108,8 @@ func TestApplyWritesNothingWhenNothingChanges(t *testing.T) {
 	host := readaheadtest.NewFakeHost()
 	host.AddDevice(dm1, 128)
 	store := newStore(t)
-	req := readahead.Request{Device: dm1, KiB: 130, Mode: v1alpha1.ReadAheadSet, Policy: "p"}
-	c, err := readahead.Apply(host, store, req)
+	req := request{Device: dm1, KiB: 130, Mode: v1alpha1.ReadAheadSet, Policy: "p"}
+	c, err := applyPolicy(host, store, req)
 	if err != nil || c.Changed || c.KeptKiB != 128 {
 		t.Errorf("Apply(130) on a device at 128 = %+v, %v; want no change", c, err)
 	}
@@ -123,13 +125,13 @@ func TestApplyAgainKeepsTheOriginalAndFollowsTheWinner(t *testing.T) {
 	host := readaheadtest.NewFakeHost()
 	host.AddDevice(sda, 256)
 	store := newStore(t)
-	steps := []readahead.Request{
+	steps := []request{
 		{Device: sda, KiB: 4096, Policy: "first"},
 		{Device: sda, KiB: 8192, Policy: "first"},
 		{Device: sda, KiB: 8192, Policy: "second"}, // a new winner with the same value: no write
 	}
 	for _, req := range steps {
-		if _, err := readahead.Apply(host, store, req); err != nil {
+		if _, err := applyPolicy(host, store, req); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -148,7 +150,7 @@ func TestApplyFailures(t *testing.T) {
 		host.AddDevice(sda, 128)
 		host.FailSets("sda", syscall.EACCES)
 		store := newStore(t)
-		_, err := readahead.Apply(host, store, readahead.Request{Device: sda, KiB: 4096, Policy: "p"})
+		_, err := applyPolicy(host, store, request{Device: sda, KiB: 4096, Policy: "p"})
 		if !errors.Is(err, readahead.ErrPermission) {
 			t.Errorf("Apply = %v, want ErrPermission", err)
 		}
@@ -165,14 +167,14 @@ func TestApplyFailures(t *testing.T) {
 		host := readaheadtest.NewFakeHost()
 		host.AddDevice(sda, 128)
 		host.FailSets("sda", syscall.EROFS)
-		if _, err := readahead.Apply(host, newStore(t), readahead.Request{Device: sda, KiB: 4096, Policy: "p"}); !errors.Is(err, readahead.ErrReadOnly) {
+		if _, err := applyPolicy(host, newStore(t), request{Device: sda, KiB: 4096, Policy: "p"}); !errors.Is(err, readahead.ErrReadOnly) {
 			t.Errorf("Apply = %v, want ErrReadOnly", err)
 		}
 	})
 	t.Run("device gone", func(t *testing.T) {
 		host := readaheadtest.NewFakeHost()
 		store := newStore(t)
-		if _, err := readahead.Apply(host, store, readahead.Request{Device: sda, KiB: 4096, Policy: "p"}); !errors.Is(err, readahead.ErrDeviceNotFound) {
+		if _, err := applyPolicy(host, store, request{Device: sda, KiB: 4096, Policy: "p"}); !errors.Is(err, readahead.ErrDeviceNotFound) {
 			t.Errorf("Apply = %v, want ErrDeviceNotFound", err)
 		}
 		if entries, _ := store.Entries(); len(entries) != 0 {
@@ -183,7 +185,7 @@ func TestApplyFailures(t *testing.T) {
 		host := readaheadtest.NewFakeHost()
 		host.AddDevice(sda, 128)
 		for _, kib := range []int64{0, 3, v1alpha1.MaxReadAheadKiB + 1} {
-			if _, err := readahead.Apply(host, newStore(t), readahead.Request{Device: sda, KiB: kib, Policy: "p"}); err == nil {
+			if _, err := applyPolicy(host, newStore(t), request{Device: sda, KiB: kib, Policy: "p"}); err == nil {
 				t.Errorf("Apply(%d KiB) succeeded", kib)
 			}
 		}
@@ -201,7 +203,7 @@ func TestApplyFailures(t *testing.T) {
 		if err := os.WriteFile(store.Path(), []byte("{"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := readahead.Apply(host, store, readahead.Request{Device: sda, KiB: 4096, Policy: "p"}); !errors.Is(err, readahead.ErrCorruptState) {
+		if _, err := applyPolicy(host, store, request{Device: sda, KiB: 4096, Policy: "p"}); !errors.Is(err, readahead.ErrCorruptState) {
 			t.Errorf("Apply = %v, want ErrCorruptState", err)
 		}
 		if len(host.Sets()) != 0 {
@@ -215,7 +217,7 @@ func TestRestore(t *testing.T) {
 		host := readaheadtest.NewFakeHost()
 		host.AddDevice(dm1, 128)
 		store := newStore(t)
-		if _, err := readahead.Apply(host, store, readahead.Request{Device: dm1, KiB: 65536, Policy: "p"}); err != nil {
+		if _, err := applyPolicy(host, store, request{Device: dm1, KiB: 65536, Policy: "p"}); err != nil {
 			t.Fatal(err)
 		}
 		return host, store
@@ -272,4 +274,25 @@ func TestRestore(t *testing.T) {
 			t.Error("the entry was dropped although the original was not restored")
 		}
 	})
+}
+
+// request is what a policy asks of one device.
+type request struct {
+	Device readahead.DeviceID
+	KiB    int64
+	Mode   v1alpha1.ReadAheadMode
+	Policy string
+}
+
+// applyPolicy reads the device, decides and applies the decision, as the agent's reconciler does.
+func applyPolicy(h readahead.Host, s *readahead.Store, r request) (readahead.Change, error) {
+	current, err := h.ReadAhead(r.Device)
+	if err != nil {
+		return readahead.Change{}, err
+	}
+	d, err := readahead.Decide(r.Mode, current, r.KiB)
+	if err != nil {
+		return readahead.Change{}, err
+	}
+	return readahead.Apply(h, s, r.Device, r.Policy, d)
 }

@@ -103,8 +103,8 @@ func TestLoopKernelKeepsWholePages(t *testing.T) {
 
 	// A policy of 130 KiB must not rewrite the device once it holds the 128 KiB the kernel keeps.
 	store := readahead.NewStore(t.TempDir())
-	req := readahead.Request{Device: l.ID(), KiB: 130, Mode: v1alpha1.ReadAheadSet, Policy: "odd"}
-	c, err := readahead.Apply(realHost, store, req)
+	req := request{Device: l.ID(), KiB: 130, Mode: v1alpha1.ReadAheadSet, Policy: "odd"}
+	c, err := applyPolicy(realHost, store, req)
 	if err != nil || c.Changed {
 		t.Errorf("Apply(130) on a device at 128 = %+v, %v; want no change", c, err)
 	}
@@ -118,7 +118,7 @@ func TestLoopAtLeastNeverLowers(t *testing.T) {
 	mustSet(t, realIoctl, l.ID(), 1024)
 	store := readahead.NewStore(t.TempDir())
 
-	c, err := readahead.Apply(realHost, store, readahead.Request{Device: l.ID(), KiB: 256, Mode: v1alpha1.ReadAheadAtLeast, Policy: "floor"})
+	c, err := applyPolicy(realHost, store, request{Device: l.ID(), KiB: 256, Mode: v1alpha1.ReadAheadAtLeast, Policy: "floor"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestLoopAtLeastNeverLowers(t *testing.T) {
 		t.Errorf("AtLeast 256 on a device at 1024: %+v, device now %d KiB; want it left at 1024", c, sysfsReadAheadKiB(t, l.Name))
 	}
 
-	c, err = readahead.Apply(realHost, store, readahead.Request{Device: l.ID(), KiB: 2048, Mode: v1alpha1.ReadAheadAtLeast, Policy: "floor"})
+	c, err = applyPolicy(realHost, store, request{Device: l.ID(), KiB: 2048, Mode: v1alpha1.ReadAheadAtLeast, Policy: "floor"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestLoopRestoreExactlyTheOriginal(t *testing.T) {
 	store := readahead.NewStore(filepath.Join(t.TempDir(), "dbtune-node-agent"))
 
 	for _, kib := range []int64{4096, 8192} {
-		if _, err := readahead.Apply(realHost, store, readahead.Request{Device: l.ID(), KiB: kib, Policy: "mysql-scans"}); err != nil {
+		if _, err := applyPolicy(realHost, store, request{Device: l.ID(), KiB: kib, Policy: "mysql-scans"}); err != nil {
 			t.Fatal(err)
 		}
 		if got := sysfsReadAheadKiB(t, l.Name); got != kib {
@@ -209,7 +209,7 @@ func TestLoopCorruptStateChangesNothing(t *testing.T) {
 	if err := os.WriteFile(store.Path(), []byte(`{"version":1,"devices":[{"name":"sda","majorMinor":`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := readahead.Apply(realHost, store, readahead.Request{Device: l.ID(), KiB: 4096, Policy: "p"})
+	_, err := applyPolicy(realHost, store, request{Device: l.ID(), KiB: 4096, Policy: "p"})
 	var corrupt *readahead.CorruptStateError
 	if !errors.Is(err, readahead.ErrCorruptState) || !errors.As(err, &corrupt) || corrupt.Path != store.Path() {
 		t.Errorf("Apply with a corrupt state file: %v, want a *CorruptStateError for %s", err, store.Path())

@@ -56,17 +56,15 @@ func (r *nodeReconciler) act(ctx context.Context, p plan, steps []step, events *
 	return res
 }
 
-// apply sets one device through readahead.Apply, which saves the original before the first
-// write and writes nothing when the device already has its value. It runs for unchanged devices
-// too, so the state file follows a device whose owner changed.
+// apply carries out the step's decision through readahead.Apply, which saves the original
+// before the first write and writes nothing when the decision is no change. It runs for
+// unchanged devices too, so the state file follows a device whose owner changed.
 func (r *nodeReconciler) apply(ctx context.Context, s step, events *eventBatch) deviceResult {
 	res := deviceResult{step: s, after: s.current, err: s.err}
 	if s.err != nil {
 		return res
 	}
-	c, err := readahead.Apply(r.host, r.store, readahead.Request{
-		Device: s.device, KiB: s.policy.Spec.ReadAheadKiB, Mode: s.policy.Spec.Mode, Policy: s.policy.Name,
-	})
+	c, err := readahead.Apply(r.host, r.store, s.device, s.policy.Name, s.decision)
 	if err != nil {
 		res.err = err
 		res.after = nil
@@ -75,8 +73,6 @@ func (r *nodeReconciler) apply(ctx context.Context, s step, events *eventBatch) 
 		}
 		return res
 	}
-	// Apply decided on a fresh reading; its request is the value to compare with.
-	res.desired = readahead.KernelKiB(c.RequestedKiB)
 	res.after = &c.KeptKiB
 	if c.KeptKiB != res.desired {
 		res.err = fmt.Errorf("the kernel kept %d KiB of the %d KiB asked for %s", c.KeptKiB, c.RequestedKiB, s.device)

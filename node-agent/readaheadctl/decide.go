@@ -6,9 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/node-agent/readahead"
 )
@@ -84,7 +81,7 @@ func decide(in input) plan {
 		if !pol.DeletionTimestamp.IsZero() {
 			continue
 		}
-		ok, err := SelectsNode(pol.Spec.NodeSelector, in.nodeLabels)
+		ok, err := pol.SelectsNode(in.nodeLabels)
 		if err != nil {
 			p.problems = append(p.problems, problem{reason: v1alpha1.ReasonInvalidNodeSelector, subject: policySubject(pol.Name), policy: pol.Name,
 				message: fmt.Sprintf("spec.nodeSelector is invalid (%v); fix it, the policy applies to no node until then", err)})
@@ -112,18 +109,6 @@ func byName(policies []*v1alpha1.ReadAheadPolicy) []*v1alpha1.ReadAheadPolicy {
 	out := slices.Clone(policies)
 	slices.SortFunc(out, func(a, b *v1alpha1.ReadAheadPolicy) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-// SelectsNode applies a nodeSelector; an omitted one selects every node.
-func SelectsNode(sel *metav1.LabelSelector, nodeLabels map[string]string) (bool, error) {
-	if sel == nil {
-		return true, nil
-	}
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return false, err
-	}
-	return s.Matches(labels.Set(nodeLabels)), nil
 }
 
 // arbitrate gives each selected device to one policy (readahead.Arbitrate: priority, then age,
@@ -211,7 +196,9 @@ type step struct {
 	// desired is what the kernel keeps of the value the policy asks for (whole pages), so that
 	// it compares with current.
 	desired int64
-	action  action
+	// decision is what readahead.Decide made of current; act applies it as it is.
+	decision readahead.Decision
+	action   action
 	// err says why the device cannot be changed; nothing is tried then.
 	err error
 }
@@ -232,6 +219,7 @@ func assess(t target, r reading) step {
 		s.err = err
 		return s
 	}
+	s.decision = d
 	s.desired = readahead.KernelKiB(d.TargetKiB)
 	switch {
 	case !d.Change:

@@ -13,8 +13,9 @@
 // Each ReadAheadPolicy's status is summed up from the NodeIOProfiles by the operator
 // (controllers/readaheadstatus), so that no two agents ever write the same policy, and so that
 // the agent's role needs no write access to policies. Each device entry names its policy and the
-// policies it outranks (OverriddenPolicies), which is all the operator needs; SelectsNode is the
-// part of this package that it shares.
+// policies it outranks (OverriddenPolicies), which is all the operator needs; node selection
+// (ReadAheadPolicy.SelectsNode) and the condition reasons are the API's, so the operator shares
+// nothing with this package.
 //
 // Originals are restored when a policy stops applying to a device (the policy is deleted, the
 // node no longer matches its nodeSelector, the device is no longer selected, another policy's

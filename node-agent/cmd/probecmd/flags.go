@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/dbtune/scratch-operator/node-agent/cmd/probeflags"
+	"github.com/dbtune/scratch-operator/node-agent/cmd/cli"
 	"github.com/dbtune/scratch-operator/node-agent/probe"
 )
 
 // config is the parsed command line.
 type config struct {
 	targets []probe.Target
-	devices []probeflags.Named
+	devices []cli.Named
 	output  string
 	opts    probe.Options
 }
@@ -41,36 +41,26 @@ func newFlagSet(cfg *config, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { usage(fs, stderr) }
 	o := &cfg.opts
-	fs.Func("target", "directory to probe, as `[name=]path`; repeat for several (name defaults to tmpfs or disk)", func(s string) error {
-		nv := probeflags.SplitNamed(s)
-		if nv.Value == "" {
-			return errors.New("empty path")
-		}
-		cfg.targets = append(cfg.targets, probe.Target{Name: nv.Name, Path: nv.Value})
-		return nil
-	})
-	fs.Func("device", "block device to read raw like hdparm -t, as `[target=]/dev/name`; without a target name it goes to the only disk target", func(s string) error {
-		cfg.devices = append(cfg.devices, probeflags.SplitNamed(s))
-		return nil
-	})
+	cli.Targets(fs, &cfg.targets)
+	cli.Devices(fs, &cfg.devices)
 	fs.StringVar(&cfg.output, "o", cfg.output, "output `format`: table or json")
 	fs.StringVar(&cfg.output, "output", cfg.output, "output `format`: table or json (same as -o)")
 	fs.DurationVar(&o.MaxDuration, "timeout", o.MaxDuration, "hard time limit of the whole run")
-	probeflags.Bytes(fs, &o.MaxTotalWriteBytes, "max-total-write-bytes", "refuse a run that would write more than this, summed over targets")
-	probeflags.Bytes(fs, &o.SeqWriteBytes, "seq-write-bytes", "size of the sequential-write file")
-	probeflags.Bytes(fs, &o.SeqWriteBlockBytes, "seq-write-block-bytes", "size of each sequential write (dd bs)")
-	probeflags.Bytes(fs, &o.ColdReadBlockBytes, "cold-read-block-bytes", "size of each read of the cold read")
+	cli.Bytes(fs, &o.MaxTotalWriteBytes, "max-total-write-bytes", "refuse a run that would write more than this, summed over targets")
+	cli.Bytes(fs, &o.SeqWriteBytes, "seq-write-bytes", "size of the sequential-write file")
+	cli.Bytes(fs, &o.SeqWriteBlockBytes, "seq-write-block-bytes", "size of each sequential write (dd bs)")
+	cli.Bytes(fs, &o.ColdReadBlockBytes, "cold-read-block-bytes", "size of each read of the cold read")
 	fs.DurationVar(&o.ColdReadMaxDuration, "cold-read-max-duration", o.ColdReadMaxDuration, "time cap of the cold read")
-	probeflags.Bytes(fs, &o.DirectWriteBytes, "direct-write-bytes", "size of the O_DIRECT write (multiple of 4096)")
-	probeflags.Bytes(fs, &o.DirectWriteBlockBytes, "direct-write-block-bytes", "size of each O_DIRECT write (multiple of 4096)")
+	cli.Bytes(fs, &o.DirectWriteBytes, "direct-write-bytes", "size of the O_DIRECT write (multiple of 4096)")
+	cli.Bytes(fs, &o.DirectWriteBlockBytes, "direct-write-block-bytes", "size of each O_DIRECT write (multiple of 4096)")
 	fs.DurationVar(&o.DirectWriteMaxDuration, "direct-write-max-duration", o.DirectWriteMaxDuration, "time cap of the O_DIRECT write")
-	probeflags.Churn(fs, o, "small-file workload as `size:files` (for example 5000:2000 or 5M:20); repeat for several; replaces the defaults")
+	cli.Churn(fs, o, "small-file workload as `size:files` (for example 5000:2000 or 5M:20); repeat for several; replaces the defaults")
 	fs.DurationVar(&o.ChurnMaxDuration, "churn-max-duration", o.ChurnMaxDuration, "time cap of each pass of each churn workload")
-	probeflags.Bytes(fs, &o.FsyncWriteBytes, "fsync-write-bytes", "size of each write of the fdatasync check")
+	cli.Bytes(fs, &o.FsyncWriteBytes, "fsync-write-bytes", "size of each write of the fdatasync check")
 	fs.IntVar(&o.FsyncSamples, "fsync-samples", o.FsyncSamples, "number of write+fdatasync pairs")
 	fs.DurationVar(&o.FsyncMaxDuration, "fsync-max-duration", o.FsyncMaxDuration, "time cap of the fdatasync check")
-	probeflags.Bytes(fs, &o.DeviceReadBlockBytes, "device-read-block-bytes", "size of each raw device read")
-	probeflags.Bytes(fs, &o.DeviceReadMaxBytes, "device-read-max-bytes", "byte cap of the raw device read")
+	cli.Bytes(fs, &o.DeviceReadBlockBytes, "device-read-block-bytes", "size of each raw device read")
+	cli.Bytes(fs, &o.DeviceReadMaxBytes, "device-read-max-bytes", "byte cap of the raw device read")
 	fs.DurationVar(&o.DeviceReadDuration, "device-read-duration", o.DeviceReadDuration, "duration of the raw device read")
 	fs.StringVar(&o.SysfsRoot, "sysfs-root", o.SysfsRoot, "where sysfs is mounted")
 	fs.StringVar(&o.ProcfsRoot, "procfs-root", o.ProcfsRoot, "where procfs is mounted")

@@ -18,14 +18,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/node-agent/cmd/cli"
 	"github.com/dbtune/scratch-operator/node-agent/readahead"
-)
-
-// Exit codes.
-const (
-	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
 )
 
 const usage = `Usage: readahead COMMAND [flags] [ARGS]
@@ -55,7 +49,7 @@ Flags:
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintf(stderr, usage, v1alpha1.MaxReadAheadKiB)
-		return exitUsage
+		return cli.ExitBadUsage
 	}
 	var cmd func(*invocation) error
 	minArgs, maxArgs := 0, 0
@@ -68,10 +62,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cmd = runReport
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintf(stdout, usage, v1alpha1.MaxReadAheadKiB)
-		return exitOK
+		return cli.ExitOK
 	default:
 		fmt.Fprintf(stderr, "readahead: unknown command %q (want get, set or report)\n", args[0])
-		return exitUsage
+		return cli.ExitBadUsage
 	}
 
 	inv := &invocation{name: args[0], stdout: stdout}
@@ -82,7 +76,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	positional, err := parseInterleaved(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(stdout, usage, v1alpha1.MaxReadAheadKiB)
-		return exitOK
+		return cli.ExitOK
 	}
 	if err == nil {
 		err = checkArgs(positional, minArgs, maxArgs)
@@ -93,21 +87,21 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "readahead %s: %v\nRun 'readahead help' for usage.\n", inv.name, err)
-		return exitUsage
+		return cli.ExitBadUsage
 	}
 	if err := ctx.Err(); err != nil {
 		fmt.Fprintf(stderr, "readahead %s: %v\n", inv.name, err)
-		return exitError
+		return cli.ExitFailed
 	}
 	if err := cmd(inv); err != nil {
 		fmt.Fprintf(stderr, "readahead %s: %v\n", inv.name, err)
 		var bad usageError
 		if errors.As(err, &bad) {
-			return exitUsage
+			return cli.ExitBadUsage
 		}
-		return exitError
+		return cli.ExitFailed
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // usageError is bad input found after flag parsing, such as a KiB that is not a number.

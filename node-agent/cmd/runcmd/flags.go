@@ -8,7 +8,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/dbtune/scratch-operator/node-agent/cmd/probeflags"
+	"github.com/dbtune/scratch-operator/node-agent/cmd/cli"
 	"github.com/dbtune/scratch-operator/node-agent/probe"
 	"github.com/dbtune/scratch-operator/node-agent/probectl"
 	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
@@ -37,7 +37,7 @@ type options struct {
 // parseArgs parses args, with getenv supplying the downward-API defaults.
 func parseArgs(args []string, stderr io.Writer, getenv func(string) string) (*options, error) {
 	o := &options{cfg: probectl.Config{Options: probe.DefaultOptions()}}
-	var devices []probeflags.Named
+	var devices []cli.Named
 	fs := newFlagSet(o, &devices, stderr, getenv)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func parseArgs(args []string, stderr io.Writer, getenv func(string) string) (*op
 	if len(o.cfg.Targets) == 0 {
 		return nil, errors.New("no target: give at least one --target, for example --target tmpfs=/probe/tmpfs --target disk=/probe/disk")
 	}
-	if err := attachDevices(o.cfg.Targets, devices); err != nil {
+	if err := cli.AttachDevices(o.cfg.Targets, devices, o.cfg.Options); err != nil {
 		return nil, err
 	}
 	return o, checkPositive(&o.cfg)
@@ -76,24 +76,14 @@ func checkPositive(c *probectl.Config) error {
 	return errors.Join(errs...)
 }
 
-func newFlagSet(o *options, devices *[]probeflags.Named, stderr io.Writer, getenv func(string) string) *flag.FlagSet {
+func newFlagSet(o *options, devices *[]cli.Named, stderr io.Writer, getenv func(string) string) *flag.FlagSet {
 	fs := flag.NewFlagSet("node-agent run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { usage(fs, stderr) }
 	c := &o.cfg
 	fs.StringVar(&c.NodeName, "node-name", getenv(envNodeName), "name of the Node the agent runs on; $"+envNodeName+" when not given")
-	fs.Func("target", "directory to probe, as `[name=]path`; repeat for several (name defaults to tmpfs or disk)", func(s string) error {
-		nv := probeflags.SplitNamed(s)
-		if nv.Value == "" {
-			return errors.New("empty path")
-		}
-		c.Targets = append(c.Targets, probe.Target{Name: nv.Name, Path: nv.Value})
-		return nil
-	})
-	fs.Func("device", "block device to read raw like hdparm -t, as `[target=]/dev/name`; without a target it goes to the target named disk, or to the only target", func(s string) error {
-		*devices = append(*devices, probeflags.SplitNamed(s))
-		return nil
-	})
+	cli.Targets(fs, &c.Targets)
+	cli.Devices(fs, devices)
 	fs.DurationVar(&c.Period, "period", probectl.DefaultPeriod, "time between scheduled runs; the first run starts at once")
 	fs.Float64Var(&c.Jitter, "jitter", probectl.DefaultJitter, "fraction of the period added at random to each wait")
 	fs.IntVar(&c.MaxProbingNodes, "max-probing-nodes", probectl.DefaultMaxProbingNodes, "how many nodes may probe at the same time, cluster-wide")
@@ -117,12 +107,12 @@ func newFlagSet(o *options, devices *[]probeflags.Named, stderr io.Writer, geten
 // probe.DefaultOptions.
 func probeFlags(fs *flag.FlagSet, po *probe.Options) {
 	fs.DurationVar(&po.MaxDuration, "probe-timeout", po.MaxDuration, "hard time limit of one run")
-	probeflags.Bytes(fs, &po.MaxTotalWriteBytes, "max-total-write-bytes", "refuse a run that would write more than this, summed over targets")
-	probeflags.Bytes(fs, &po.SeqWriteBytes, "seq-write-bytes", "size of the sequential-write file")
-	probeflags.Bytes(fs, &po.SeqWriteBlockBytes, "seq-write-block-bytes", "size of each sequential write (dd bs)")
-	probeflags.Bytes(fs, &po.DirectWriteBytes, "direct-write-bytes", "size of the O_DIRECT write (multiple of 4096)")
-	probeflags.Bytes(fs, &po.DirectWriteBlockBytes, "direct-write-block-bytes", "size of each O_DIRECT write (multiple of 4096)")
-	probeflags.Churn(fs, po, "small-file workload as `size:files` (5000:2000, 5M:20); repeat for several; replaces the defaults")
+	cli.Bytes(fs, &po.MaxTotalWriteBytes, "max-total-write-bytes", "refuse a run that would write more than this, summed over targets")
+	cli.Bytes(fs, &po.SeqWriteBytes, "seq-write-bytes", "size of the sequential-write file")
+	cli.Bytes(fs, &po.SeqWriteBlockBytes, "seq-write-block-bytes", "size of each sequential write (dd bs)")
+	cli.Bytes(fs, &po.DirectWriteBytes, "direct-write-bytes", "size of the O_DIRECT write (multiple of 4096)")
+	cli.Bytes(fs, &po.DirectWriteBlockBytes, "direct-write-block-bytes", "size of each O_DIRECT write (multiple of 4096)")
+	cli.Churn(fs, po, "small-file workload as `size:files` (5000:2000, 5M:20); repeat for several; replaces the defaults")
 	fs.IntVar(&po.FsyncSamples, "fsync-samples", po.FsyncSamples, "number of write+fdatasync pairs")
 }
 
@@ -136,38 +126,6 @@ NodeIOProfile and serves them as Prometheus metrics. At most --max-probing-nodes
 Options:
 `)
 	fs.PrintDefaults()
-}
-
-// attachDevices gives each --device to its target.
-func attachDevices(targets []probe.Target, devices []probeflags.Named) error {
-	for _, d := range devices {
-		i, err := deviceTarget(targets, d)
-		if err != nil {
-			return err
-		}
-		if targets[i].Device != "" {
-			return fmt.Errorf("target %s already reads device %s; give one --device per target", targets[i].Path, targets[i].Device)
-		}
-		targets[i].Device = d.Value
-	}
-	return nil
-}
-
-func deviceTarget(targets []probe.Target, d probeflags.Named) (int, error) {
-	name := d.Name
-	if name == "" {
-		if len(targets) == 1 {
-			return 0, nil
-		}
-		name = "disk"
-	}
-	for i, t := range targets {
-		if t.Name == name {
-			return i, nil
-		}
-	}
-	return 0, fmt.Errorf("--device %s: no target is named %q; name one with --target %s=DIR or write --device NAME=%s",
-		d.Value, name, name, d.Value)
 }
 
 func orDefault(s, def string) string {

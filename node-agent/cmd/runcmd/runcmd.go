@@ -22,16 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/node-agent/cmd/cli"
 	"github.com/dbtune/scratch-operator/node-agent/probectl"
 	"github.com/dbtune/scratch-operator/node-agent/readahead"
 	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
-)
-
-// Exit codes, following the flag package's convention of 2 for a bad command line.
-const (
-	exitOK       = 0
-	exitFailed   = 1
-	exitBadUsage = 2
 )
 
 // Run runs `node-agent run` with args (the words after "run") until ctx ends, and returns the exit
@@ -40,22 +34,22 @@ const (
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseArgs(args, stderr, os.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+		return cli.ExitOK
 	}
 	if err == nil {
 		err = o.cfg.Validate()
 	}
 	if err != nil {
 		printError(stderr, err)
-		return exitBadUsage
+		return cli.ExitBadUsage
 	}
 	log := zap.New(zap.UseFlagOptions(&o.zap), zap.WriteTo(stderr))
 	ctrl.SetLogger(log)
 	if err := run(ctx, o); err != nil {
 		log.Error(err, "Node agent stopped")
-		return exitFailed
+		return cli.ExitFailed
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 func run(ctx context.Context, o *options) error {

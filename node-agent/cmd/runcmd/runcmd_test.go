@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/node-agent/cmd/cli"
 	"github.com/dbtune/scratch-operator/node-agent/probe"
 	"github.com/dbtune/scratch-operator/node-agent/probectl"
 	"github.com/dbtune/scratch-operator/test/testenv"
@@ -87,7 +88,7 @@ func TestParseArgs(t *testing.T) {
 	}, {
 		name:    "device for a target that is not there",
 		args:    []string{"--node-name", "n", "--target", "a=/a", "--target", "b=/b", "--device", "/dev/vda"},
-		wantErr: `no target is named "disk"`,
+		wantErr: `needs a disk target to go with`,
 	}, {
 		name:    "zero slots",
 		args:    []string{"--node-name", "n", "--target", "/a", "--max-probing-nodes", "0"},
@@ -128,8 +129,8 @@ func TestRunRejectsBadConfigurationBeforeConnecting(t *testing.T) {
 	var stderr bytes.Buffer
 	code := Run(context.Background(), []string{"--node-name", "Not_A_Node", "--target", "relative/dir", "--period", "10s",
 		"--kubeconfig", "/nonexistent"}, io.Discard, &stderr)
-	if code != exitBadUsage {
-		t.Errorf("exit code %d, want %d", code, exitBadUsage)
+	if code != cli.ExitBadUsage {
+		t.Errorf("exit code %d, want %d", code, cli.ExitBadUsage)
 	}
 	for _, want := range []string{`node name "Not_A_Node" is not a valid object name`, `target path "relative/dir" is not absolute`,
 		"the period must be at least 1m"} {
@@ -241,7 +242,7 @@ func TestRunAgainstAPIServer(t *testing.T) {
 	cancel()
 	select {
 	case code := <-exited:
-		if code != exitOK {
+		if code != cli.ExitOK {
 			t.Errorf("exit code %d after a clean stop:\n%s", code, stderr.String())
 		}
 	case <-time.After(30 * time.Second):

@@ -13,6 +13,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,7 +30,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/dbtune/scratch-operator/node-agent/cmd/probeflags"
+	"github.com/dbtune/scratch-operator/node-agent/cmd/cli"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
@@ -71,7 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			c.warm = 0
 			return nil
 		}
-		n, err := probeflags.ParseBytes(s)
+		n, err := cli.ParseBytes(s)
 		c.warm = n
 		return err
 	})
@@ -266,17 +267,16 @@ func writeOutputs(out string, r *Report, logf func(string, ...any)) error {
 	if err := writeJSON(jsonPath, r); err != nil {
 		return err
 	}
-	f, err := os.Create(pngPath)
-	if err != nil {
+	ch := accuracyChart(r)
+	if len(ch.Panels) == 0 {
+		logf("wrote %s; no comparisons, so no chart", jsonPath)
+		return nil
+	}
+	var png bytes.Buffer
+	if err := ch.WritePNG(&png); err != nil {
 		return err
 	}
-	subtitle := fmt.Sprintf("%s, %d cores, %s RAM, kernel %s; ratio = probe/reference, medians of %d alternating rounds (%d for short runs); %s",
-		r.Machine.CPUModel, r.Machine.Cores, formatBytes(r.Machine.MemoryBytes), r.Machine.Kernel, r.Rounds, r.Rounds*shortRoundsFactor, r.GeneratedAt.Format(time.RFC3339))
-	if err := writeChart(f, "node-agent probes against fio, dd and hdparm", subtitle, r.Comparisons); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := os.WriteFile(pngPath, png.Bytes(), 0o644); err != nil {
 		return err
 	}
 	logf("wrote %s and %s", jsonPath, pngPath)

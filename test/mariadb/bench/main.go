@@ -11,6 +11,10 @@
 // It writes <out>/mariadb-tmpdir.json and <out>/mariadb-tmpdir.png, and prints a Markdown section for
 // docs/benchmarks.md on standard output. It needs root, mariadb-server, mariadb-client (mysqlslap) and
 // sysbench.
+//
+// With -replot FILE it measures nothing and needs none of that: it reads a mariadb-tmpdir.json,
+// draws its chart to mariadb-tmpdir.png in -out (default: beside FILE) and prints the Markdown
+// section.
 package main
 
 import (
@@ -18,6 +22,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +41,7 @@ type config struct {
 	mixedDuration   time.Duration
 	sysbenchThreads int
 	tempClients     int
+	replot          string
 }
 
 func main() {
@@ -49,8 +55,18 @@ func main() {
 	flag.DurationVar(&cfg.mixedDuration, "mixed-duration", 15*time.Second, "length of each mixed run")
 	flag.IntVar(&cfg.sysbenchThreads, "sysbench-threads", 8, "sysbench threads in the mixed runs")
 	flag.IntVar(&cfg.tempClients, "temp-clients", 8, "clients running temporary-table queries during the mixed runs")
+	flag.StringVar(&cfg.replot, "replot", "", "draw the chart of an existing mariadb-tmpdir.json instead of measuring (to -out, default beside it)")
 	flag.Parse()
-	if err := run(cfg); err != nil {
+	var err error
+	if cfg.replot != "" {
+		if !flagSet("out") {
+			cfg.out = filepath.Dir(cfg.replot)
+		}
+		err = replot(cfg, os.Stdout)
+	} else {
+		err = run(cfg)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
 	}
@@ -116,4 +132,30 @@ func run(cfg config) error {
 	}
 	res.summarize()
 	return res.write(cfg.out, os.Stdout)
+}
+
+// replot draws the chart of the results in cfg.replot to cfg.out, and prints their Markdown
+// section to md.
+func replot(cfg config, md io.Writer) error {
+	r, err := readResults(cfg.replot)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		return err
+	}
+	pngPath, err := r.writeChart(cfg.out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "bench: wrote %s\n", pngPath)
+	_, err = io.WriteString(md, r.markdown(pngPath, cfg.replot))
+	return err
+}
+
+// flagSet says whether the command line set the flag name.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

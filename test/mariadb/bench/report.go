@@ -138,16 +138,42 @@ func (r *results) write(dir string, md io.Writer) error {
 	if err := os.WriteFile(jsonPath, append(raw, '\n'), 0o644); err != nil {
 		return err
 	}
-	var png bytes.Buffer
-	if err := r.chart(&png); err != nil {
-		return err
-	}
-	pngPath := filepath.Join(dir, "mariadb-tmpdir.png")
-	if err := os.WriteFile(pngPath, png.Bytes(), 0o644); err != nil {
+	pngPath, err := r.writeChart(dir)
+	if err != nil {
 		return err
 	}
 	_, err = io.WriteString(md, r.markdown(pngPath, jsonPath))
 	return err
+}
+
+// writeChart draws the chart to dir/mariadb-tmpdir.png and returns that path.
+func (r *results) writeChart(dir string) (string, error) {
+	var png bytes.Buffer
+	if err := r.chart().WritePNG(&png); err != nil {
+		return "", err
+	}
+	pngPath := filepath.Join(dir, "mariadb-tmpdir.png")
+	return pngPath, os.WriteFile(pngPath, png.Bytes(), 0o644)
+}
+
+// readResults reads a mariadb-tmpdir.json. Its variants' order is not in the file: they are put
+// in the order the benchmark runs them.
+func readResults(path string) (*results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("failed to parse %s: %w", path, err)
+	}
+	for _, name := range variantNames {
+		if r.Variants[name] == nil || len(r.Runs[name]) == 0 {
+			return nil, fmt.Errorf("%s has no runs of the %s variant: not a mariadb-tmpdir.json", path, name)
+		}
+		r.order = append(r.order, name)
+	}
+	return &r, nil
 }
 
 // markdown is the section for docs/benchmarks.md.

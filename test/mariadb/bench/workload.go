@@ -96,10 +96,13 @@ func scratchVolume(target string) *v1alpha1.ScratchVolume {
 	}
 }
 
+// variantNames are the variants, in the order they run.
+var variantNames = []string{"tmpfs", "disk"}
+
 // startVariants starts the injected pod and the pod as written, and loads the same data into both.
 func startVariants(ctx context.Context, h *mariadb.Host, cfg config) ([]*variant, error) {
 	var out []*variant
-	for _, name := range []string{"tmpfs", "disk"} {
+	for _, name := range variantNames {
 		sts := statefulSet(h, "bench-"+name)
 		var svs []*v1alpha1.ScratchVolume
 		if name == "tmpfs" {

@@ -1,40 +1,40 @@
-package probeflags_test
+package cli_test
 
 import (
 	"flag"
 	"testing"
 
-	"github.com/dbtune/scratch-operator/node-agent/cmd/probeflags"
+	"github.com/dbtune/scratch-operator/node-agent/cmd/cli"
 	"github.com/dbtune/scratch-operator/node-agent/probe"
 )
 
 func TestSplitNamed(t *testing.T) {
 	tests := []struct {
 		in   string
-		want probeflags.Named
+		want cli.Named
 	}{
-		{"/dev/shm", probeflags.Named{Value: "/dev/shm"}},
-		{"tmpfs=/dev/shm", probeflags.Named{Name: "tmpfs", Value: "/dev/shm"}},
-		{"/data/a=b", probeflags.Named{Value: "/data/a=b"}},
-		{"=/x", probeflags.Named{Value: "=/x"}},
-		{"disk=", probeflags.Named{Name: "disk"}},
+		{"/dev/shm", cli.Named{Value: "/dev/shm"}},
+		{"tmpfs=/dev/shm", cli.Named{Name: "tmpfs", Value: "/dev/shm"}},
+		{"/data/a=b", cli.Named{Value: "/data/a=b"}},
+		{"=/x", cli.Named{Value: "=/x"}},
+		{"disk=", cli.Named{Name: "disk"}},
 	}
 	for _, tt := range tests {
-		if got := probeflags.SplitNamed(tt.in); got != tt.want {
-			t.Errorf("probeflags.SplitNamed(%q) = %+v, want %+v", tt.in, got, tt.want)
+		if got := cli.SplitNamed(tt.in); got != tt.want {
+			t.Errorf("cli.SplitNamed(%q) = %+v, want %+v", tt.in, got, tt.want)
 		}
 	}
 }
 
 func TestParseBytes(t *testing.T) {
 	for in, want := range map[string]int64{"5000": 5000, "5M": 5_000_000, "128Mi": 128 << 20, "1Gi": 1 << 30, "512Ki": 512 << 10} {
-		if got, err := probeflags.ParseBytes(in); err != nil || got != want {
-			t.Errorf("probeflags.ParseBytes(%q) = %d, %v, want %d", in, got, err, want)
+		if got, err := cli.ParseBytes(in); err != nil || got != want {
+			t.Errorf("cli.ParseBytes(%q) = %d, %v, want %d", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "0", "-1", "1.5", "1m", "lots"} {
-		if got, err := probeflags.ParseBytes(in); err == nil {
-			t.Errorf("probeflags.ParseBytes(%q) = %d, want an error", in, got)
+		if got, err := cli.ParseBytes(in); err == nil {
+			t.Errorf("cli.ParseBytes(%q) = %d, want an error", in, got)
 		}
 	}
 }
@@ -42,7 +42,7 @@ func TestParseBytes(t *testing.T) {
 func TestChurnReplacesTheDefaultsThenAppends(t *testing.T) {
 	o := probe.DefaultOptions()
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	probeflags.Churn(fs, &o, "workloads")
+	cli.Churn(fs, &o, "workloads")
 	if err := fs.Parse([]string{"--churn", "5000:10", "--churn", "5M:2"}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
-// Package probeflags holds the command-line flags the node agent's commands share: byte sizes
-// written as Kubernetes quantities, small-file workloads, and [name=]value pairs.
-package probeflags
+// Package cli holds what the node agent's commands (probe, run, readahead) share: flags for byte
+// sizes written as Kubernetes quantities, small-file workloads and [name=]value pairs, the
+// --target and --device flags with the one rule that gives each device to its target, and the
+// exit codes.
+package cli
 
 import (
 	"flag"

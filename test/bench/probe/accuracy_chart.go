@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/dbtune/scratch-operator/test/bench/chart"
+)
+
+// accuracyChart shows every comparison as a ratio against its tolerance: one panel per class of
+// figure, since each class has its own tolerance; one group per metric and reference tool, in the
+// order they were run; one bar per target. Ratios, not raw figures, because a MiB/s and a µs bar
+// cannot share an axis, and what the benchmark asks is how far the probe is from the tool.
+func accuracyChart(r *Report) *chart.Chart {
+	ch := &chart.Chart{
+		Title:       "node-agent probes against fio, dd and hdparm",
+		Orientation: chart.Horizontal,
+		Machine:     machineLine(r.Machine),
+		Measured:    r.GeneratedAt,
+		Notes: fmt.Sprintf("Ratio = probe median / reference median, medians of %d alternating rounds (%d for short runs). "+
+			"Labels: ratio, verdict: probe median vs reference median.", r.Rounds, r.Rounds*shortRoundsFactor),
+	}
+	panel := map[Class]int{}
+	group := map[string]int{}
+	series := map[string]int{}
+	for _, c := range r.Comparisons {
+		s, ok := series[c.Target]
+		if !ok {
+			s = len(ch.Series)
+			series[c.Target] = s
+			ch.Series = append(ch.Series, c.Target)
+		}
+		p, ok := panel[c.Class]
+		if !ok {
+			p = len(ch.Panels)
+			panel[c.Class] = p
+			ch.Panels = append(ch.Panels, classPanel(c))
+		}
+		key := c.Series + "|" + c.Metric + "|" + c.ReferenceTool
+		g, ok := group[key]
+		if !ok {
+			g = len(ch.Panels[p].Groups)
+			group[key] = g
+			ch.Panels[p].Groups = append(ch.Panels[p].Groups, chart.Group{Label: c.MetricLabel + " · " + c.ReferenceTool})
+		}
+		setBar(&ch.Panels[p].Groups[g], s, ratioBar(c))
+	}
+	return ch
+}
+
+func classPanel(c Comparison) chart.Panel {
+	name := "Throughput"
+	if c.Class == Latency {
+		name = "fdatasync latency"
+	}
+	return chart.Panel{
+		Title:     fmt.Sprintf("%s (tolerance ±%.0f%%)", name, c.Tolerance*100),
+		ValueAxis: "probe median / reference median (ratio, 1 = same figure)",
+		Band:      &chart.Band{Low: 1 - c.Tolerance, High: 1 + c.Tolerance, Label: "within tolerance"},
+	}
+}
+
+// setBar puts b in series s of g, with no bar for the series before it that g lacks (the raw
+// device read is compared on the disk only).
+func setBar(g *chart.Group, s int, b chart.Bar) {
+	for len(g.Bars) <= s {
+		g.Bars = append(g.Bars, chart.Bar{Value: math.NaN()})
+	}
+	g.Bars[s] = b
+}
+
+func ratioBar(c Comparison) chart.Bar {
+	if c.Ratio == nil {
+		return chart.Bar{Value: math.NaN(), Label: "not measured"}
+	}
+	verdict := c.Verdict
+	switch verdict {
+	case Fail:
+		verdict = "FAIL"
+	case ForContext:
+		verdict = "context, no verdict"
+	}
+	label := fmt.Sprintf("%.3f %s: %s vs %s", *c.Ratio, verdict,
+		formatValue(value(c.OursMedian), c.Unit), formatValue(value(c.ReferenceMedian), c.Unit))
+	return chart.Bar{Value: *c.Ratio, Label: label, Highlight: c.Verdict == Fail}
+}
+
+// machineLine is the machine as the chart's caption gives it.
+func machineLine(m Machine) string {
+	parts := []string{m.CPUModel, fmt.Sprintf("%d cores", m.Cores), formatBytes(m.MemoryBytes) + " RAM", "Linux " + m.Kernel}
+	if m.Virtualized != "" {
+		parts = append(parts, m.Virtualized)
+	}
+	return strings.Join(parts, ", ")
+}

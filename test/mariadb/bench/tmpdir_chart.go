@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/dbtune/scratch-operator/test/bench/chart"
+)
+
+// measure is one bar of the chart: a figure of one workload's runs.
+type measure struct {
+	label    string
+	workload string
+	value    func(runResult) float64
+}
+
+// panels are the chart's panels: each has its own unit, hence its own axis.
+var panels = []struct {
+	title, axis string
+	measures    []measure
+}{
+	{"temp: mysqlslap\n(lower is better)", "time for all queries (s)", []measure{
+		{"temporary-table queries", "temp", func(r runResult) float64 { return r.Seconds }},
+	}},
+	{"mixed: sysbench throughput\n(higher is better)", "transactions per second (tx/s)", []measure{
+		{"oltp_write_only", "mixed", func(r runResult) float64 { return r.TPS }},
+	}},
+	{"mixed: sysbench latency\n(lower is better)", "latency (ms)", []measure{
+		{"p95", "mixed", func(r runResult) float64 { return r.P95Millis }},
+		{"p99", "mixed", func(r runResult) float64 { return r.P99Millis }},
+	}},
+}
+
+// chart draws the median of each variant's runs as a bar, with the fastest and slowest run as a
+// whisker: with a handful of runs on a shared machine, the spread says as much as the median.
+func (r *results) chart() *chart.Chart {
+	ch := &chart.Chart{
+		Title:        "MariaDB " + r.Machine.MariaDB + ": tmpdir on tmpfs vs on disk",
+		Series:       r.order,
+		WhiskerLabel: fmt.Sprintf("min–max of %d runs", r.Settings.RunsPerMeasurement),
+		Machine:      fmt.Sprintf("%d CPUs, Linux %s, MariaDB %s", r.Machine.CPUs, r.Machine.Kernel, r.Machine.MariaDB),
+		// Generated is taken just before the first measured run.
+		Measured: r.Generated,
+		Notes:    fmt.Sprintf("Bars: median of %d runs per variant, the variants alternating.%s", r.Settings.RunsPerMeasurement, r.variantNote()),
+	}
+	for _, p := range panels {
+		pn := chart.Panel{Title: p.title, ValueAxis: p.axis}
+		for _, m := range p.measures {
+			g := chart.Group{Label: m.label}
+			for _, name := range r.order {
+				g.Bars = append(g.Bars, spread(r.Runs[name], m))
+			}
+			pn.Groups = append(pn.Groups, g)
+		}
+		ch.Panels = append(ch.Panels, pn)
+	}
+	return ch
+}
+
+// spread is the bar of one measure over one variant's runs; NaN, drawn as no bar, without runs.
+func spread(runs []runResult, m measure) chart.Bar {
+	var xs []float64
+	for _, run := range runs {
+		if run.Workload == m.workload {
+			xs = append(xs, m.value(run))
+		}
+	}
+	if len(xs) == 0 {
+		return chart.Bar{Value: math.NaN(), Label: "no runs"}
+	}
+	return chart.Bar{Value: median(xs), Low: slices.Min(xs), High: slices.Max(xs)}
+}
+
+// variantNote says where each variant's tmpdir was.
+func (r *results) variantNote() string {
+	var b strings.Builder
+	for _, name := range r.order {
+		if v := r.Variants[name]; v != nil {
+			fmt.Fprintf(&b, " %s: tmpdir %s on %s.", name, v.TmpDir, v.FS)
+		}
+	}
+	return b.String()
+}
