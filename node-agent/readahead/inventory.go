@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/dbtune/scratch-operator/node-agent/mountinfo"
 )
 
 // Device numbers the kernel fixes (include/uapi/linux/major.h); other drivers' majors are dynamic.
@@ -103,7 +105,7 @@ type Inventory struct {
 	// sda10, sdb).
 	Devices []Device
 	// Mounts are the mountinfo entries in file order.
-	Mounts []Mount
+	Mounts []mountinfo.Entry
 
 	mountsErr error
 	byName    map[string]int
@@ -113,7 +115,7 @@ type Inventory struct {
 
 // NewInventory builds an inventory from devices and mounts already known, for callers that fake
 // the host. Every device that is not hidden is reachable by its number.
-func NewInventory(devices []Device, mounts []Mount) *Inventory {
+func NewInventory(devices []Device, mounts []mountinfo.Entry) *Inventory {
 	index := map[DevNum]string{}
 	for i := range devices {
 		if !devices[i].Hidden {
@@ -123,7 +125,7 @@ func NewInventory(devices []Device, mounts []Mount) *Inventory {
 	return newInventory(devices, mounts, index, nil)
 }
 
-func newInventory(devices []Device, mounts []Mount, index map[DevNum]string, mountsErr error) *Inventory {
+func newInventory(devices []Device, mounts []mountinfo.Entry, index map[DevNum]string, mountsErr error) *Inventory {
 	devices = slices.Clone(devices)
 	slices.SortFunc(devices, func(a, b Device) int { return compareNatural(a.Name, b.Name) })
 	inv := &Inventory{
@@ -191,7 +193,7 @@ func ReadInventory(p Paths) (*Inventory, error) {
 	if err != nil {
 		return nil, err
 	}
-	mounts, mountsErr := readMountInfo(p.MountInfoPath())
+	mounts, mountsErr := mountinfo.Read(p.MountInfoPath())
 	return newInventory(devices, mounts, index, mountsErr), nil
 }
 

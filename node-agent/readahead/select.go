@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/node-agent/mountinfo"
 )
 
 // maxStackDepth bounds the walk down slaves/ links. Real stacks are two or three levels (LVM on
@@ -132,9 +133,9 @@ func (s *selector) byMount(mountPath string) {
 // deviceOfMount looks the mount's device number up in /sys/dev/block. Filesystems that report
 // an anonymous device number (btrfs does, for every subvolume) still name their device as the
 // mount source, so that is the fallback.
-func (s *selector) deviceOfMount(m Mount) (*Device, error) {
-	if m.Dev.Major != 0 {
-		if d, ok := s.inv.DeviceByNumber(m.Dev); ok {
+func (s *selector) deviceOfMount(m mountinfo.Entry) (*Device, error) {
+	if m.Major != 0 {
+		if d, ok := s.inv.DeviceByNumber(devOf(m)); ok {
 			return d, nil
 		}
 		return nil, ErrDeviceNotFound
@@ -151,10 +152,10 @@ func (s *selector) deviceOfMount(m Mount) (*Device, error) {
 	return nil, ErrNotBlockDevice
 }
 
-func mountDescription(m Mount, err error) string {
+func mountDescription(m mountinfo.Entry, err error) string {
 	if errors.Is(err, ErrDeviceNotFound) {
 		return fmt.Sprintf("it is on %s (%s from %s), which /sys/dev/block no longer lists: the device has gone away",
-			m.MountPoint, m.Dev, m.Source)
+			m.MountPoint, devOf(m), m.Source)
 	}
 	return fmt.Sprintf("it is on %s, a %s filesystem (from %s) with no block device", m.MountPoint, m.FSType, m.Source)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/node-agent/mountinfo"
 	"github.com/dbtune/scratch-operator/node-agent/readahead"
 	"github.com/dbtune/scratch-operator/node-agent/readahead/readaheadtest"
 )
@@ -357,7 +358,7 @@ func TestNewInventoryForFakes(t *testing.T) {
 	inv := readahead.NewInventory([]readahead.Device{
 		{Name: "sdb", Dev: readahead.DevNum{Major: 8, Minor: 16}, Kind: readahead.KindDisk, SizeBytes: 1 << 30},
 		{Name: "sda", Dev: readahead.DevNum{Major: 8, Minor: 0}, Kind: readahead.KindDisk, SizeBytes: 1 << 30},
-	}, []readahead.Mount{{MountPoint: "/data", Dev: readahead.DevNum{Major: 8, Minor: 16}, FSType: "xfs", Source: "/dev/sdb"}})
+	}, []mountinfo.Entry{{MountPoint: "/data", Major: 8, Minor: 16, FSType: "xfs", Source: "/dev/sdb"}})
 	got := outcomeOf(inv.Select(v1alpha1.DeviceSelector{Names: names("sda"), MountPaths: mounts("/data")}))
 	want := outcome{Devices: []string{`sda <- name "sda"`, "sdb <- mount /data"}}
 	if diff := cmp.Diff(want, got); diff != "" {

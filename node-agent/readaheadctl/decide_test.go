@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/node-agent/mountinfo"
 	"github.com/dbtune/scratch-operator/node-agent/readahead"
 	"github.com/dbtune/scratch-operator/node-agent/readahead/readaheadtest"
 )
@@ -36,7 +37,7 @@ func testInventory() *readahead.Inventory {
 	devices := []readahead.Device{
 		disk("sda", 8, 0), part("sda1", "sda", 8, 1), disk("sdb", 8, 16), part("sdb1", "sdb", 8, 17), usb, dm,
 	}
-	mounts := []readahead.Mount{{MountPoint: "/var/lib/mysql", Dev: readahead.DevNum{Major: 253}, FSType: "ext4", Source: "/dev/mapper/vg-mysql"}}
+	mounts := []mountinfo.Entry{{MountPoint: "/var/lib/mysql", Major: 253, FSType: "ext4", Source: "/dev/mapper/vg-mysql"}}
 	return readahead.NewInventory(devices, mounts)
 }
 
