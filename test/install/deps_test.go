@@ -1,0 +1,43 @@
+package install_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/dbtune/scratch-operator/test/testenv"
+)
+
+// TestBinariesShareOnlyTheAPI keeps the manager and the node agent apart: each binary links the
+// API packages and its own, never the other's, so a change on one side cannot reach into the
+// other's image or privileges.
+func TestBinariesShareOnlyTheAPI(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const module = "github.com/dbtune/scratch-operator/"
+	for _, tt := range []struct{ binary, forbidden string }{
+		{binary: ".", forbidden: module + "node-agent/"},
+		{binary: "./node-agent", forbidden: module + "controllers"},
+	} {
+		cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", tt.binary)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", tt.binary, err)
+		}
+		ours := 0
+		for _, pkg := range strings.Fields(string(out)) {
+			if strings.HasPrefix(pkg, module) {
+				ours++
+			}
+			if strings.HasPrefix(pkg, tt.forbidden) {
+				t.Errorf("%s links %s", tt.binary, pkg)
+			}
+		}
+		if ours < 3 {
+			t.Errorf("go list -deps %s names %d of the project's packages; the check would see nothing", tt.binary, ours)
+		}
+	}
+}
