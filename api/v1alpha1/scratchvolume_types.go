@@ -31,10 +31,6 @@ const (
 	DiskFallbackMountPath = "/var/lib/mysql-disk-tmp"
 )
 
-// MaxScratchVolumeSize is the largest size a ScratchVolume accepts. Beyond it a local disk is the
-// better scratch space, and a mistyped unit (Ti for Gi) must not reach a pod template.
-const MaxScratchVolumeSize = "64Gi"
-
 // MySQLFlavor names a MySQL-compatible server distribution.
 //
 // +kubebuilder:validation:Enum=MySQL;MariaDB;PerconaServer;PerconaXtraDBCluster
@@ -236,7 +232,8 @@ type ScratchVolumeSpec struct {
 
 	// Size is the capacity of the RAM volume in bytes (512Mi, 2Gi, …): the emptyDir's sizeLimit and,
 	// because tmpfs pages are charged to the container's memory cgroup, memory the container must
-	// have. At most 64Gi.
+	// have. At most 64Gi: beyond it a local disk is the better scratch space, and a mistyped unit
+	// (1Ti for 1Gi) must not reach a pod template.
 	//
 	// +required
 	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.size must be a positive quantity of bytes such as 512Mi or 4Gi"
