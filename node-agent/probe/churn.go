@@ -3,7 +3,6 @@ package probe
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -26,12 +25,12 @@ type churnDir struct {
 func churn(ctx context.Context, dir string, c ChurnSize, bufs *buffers, maxDuration time.Duration) (*FileChurnResult, error) {
 	d := churnDir{path: filepath.Join(dir, "churn-"+strconv.FormatInt(c.FileBytes, 10))}
 	if err := unix.Mkdir(d.path, 0o700); err != nil {
-		return nil, fmt.Errorf("failed to create %s: %w", d.path, err)
+		return nil, ioFailure(d.path, err, "failed to create %s: %w", d.path, err)
 	}
 	defer func() { _ = unix.Rmdir(d.path) }()
 	var err error
 	if d.fd, err = unix.Open(d.path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
-		return nil, fmt.Errorf("failed to open %s: %w", d.path, err)
+		return nil, ioFailure(d.path, err, "failed to open %s: %w", d.path, err)
 	}
 	defer closeFd(d.fd)
 	created, createTime, err := d.createFiles(ctx, c, bufs.write, maxDuration)
@@ -107,17 +106,18 @@ func (d churnDir) readAndUnlink(ctx context.Context, files int, buf []byte, maxD
 }
 
 func (d churnDir) readOne(name string, buf []byte) error {
+	path := filepath.Join(d.path, name)
 	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("failed to open %s: %w", filepath.Join(d.path, name), err)
+		return ioFailure(path, err, "failed to open %s: %w", path, err)
 	}
 	_, err = readLoop(fd, buf, math.MaxInt64, func() error { return nil })
 	closeFd(fd)
 	if err != nil {
-		return fmt.Errorf("failed to read %s: %w", filepath.Join(d.path, name), err)
+		return ioFailure(path, err, "failed to read %s: %w", path, err)
 	}
 	if err := unix.Unlinkat(d.fd, name, 0); err != nil {
-		return fmt.Errorf("failed to unlink %s: %w", filepath.Join(d.path, name), err)
+		return ioFailure(path, err, "failed to unlink %s: %w", path, err)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package probe
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,18 +14,22 @@ import (
 func deviceRead(ctx context.Context, device string, buf []byte, o *Options) (*ThroughputResult, error) {
 	fd, err := unix.Open(device, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("failed to open device %s: %w", device, err)
+		return nil, failure(ErrDeviceUnreadable, device, "failed to open device %s: %w", device, err)
 	}
 	defer closeFd(fd)
 	if err := flushDevice(fd); err != nil {
-		return nil, fmt.Errorf("failed to flush the buffers of %s, so its read would not be cold: %w", device, err)
+		return nil, failure(ErrDeviceUnreadable, device, "failed to flush the buffers of %s, so its read would not be cold: %w", device, err)
 	}
 	block := buf[:o.DeviceReadBlockBytes]
 	start := time.Now()
 	n, err := readLoop(fd, block, o.DeviceReadMaxBytes, stopper(ctx, start, o.DeviceReadDuration))
 	elapsed := time.Since(start)
-	if err != nil && !errors.Is(err, errCapReached) {
-		return nil, fmt.Errorf("the read of %s failed after %d bytes: %w", device, n, err)
+	switch {
+	case err == nil, errors.Is(err, errCapReached):
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return nil, err // stopped, not unreadable: the run reports why
+	default:
+		return nil, failure(ErrDeviceUnreadable, device, "the read of %s failed after %d bytes: %w", device, n, err)
 	}
 	return &ThroughputResult{
 		Bytes:          n,

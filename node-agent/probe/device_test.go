@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -99,5 +100,30 @@ func TestDeviceReadOnLoopDevice(t *testing.T) {
 	}
 	if r := res.Targets[0].DeviceRead; r == nil || r.Bytes != 4*MiB {
 		t.Errorf("byte cap of 4 MiB gave %+v", r)
+	}
+}
+
+// TestDeviceReadFailuresAreTyped: whatever stops the device read, open or flush, is the device's.
+func TestDeviceReadFailuresAreTyped(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "not-a-device")
+	if err := os.WriteFile(file, make([]byte, 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := smallOptions()
+	buf := make([]byte, o.DeviceReadBlockBytes)
+	for _, tt := range []struct {
+		device string
+		errno  unix.Errno
+		words  string
+	}{
+		{"/dev/does-not-exist", unix.ENOENT, "failed to open device /dev/does-not-exist"},
+		{file, unix.ENOTTY, "failed to flush the buffers of " + file},
+	} {
+		_, err := deviceRead(context.Background(), tt.device, buf, &o)
+		assertKinds(t, err, ErrDeviceUnreadable, tt.errno)
+		assertPath(t, err, tt.device)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.words) {
+			t.Errorf("deviceRead(%s) = %v, want %q", tt.device, err, tt.words)
+		}
 	}
 }

@@ -24,7 +24,7 @@ func directWrite(ctx context.Context, path string, kind Kind, kernel string, dat
 		return res, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("failed to create %s with O_DIRECT: %w", path, err)
+		return nil, ioFailure(path, err, "failed to create %s with O_DIRECT: %w", path, err)
 	}
 	defer closeFd(fd)
 	start := time.Now()

@@ -11,5 +11,10 @@
 // each other's figures.
 //
 // The result types mirror the NodeIOProfile status of api/v1alpha1 field for field (same JSON names,
-// units in the names) so that the agent can copy them across.
+// units in the names) so that the agent can copy them across; TargetResult.Err, the typed form of a
+// target's error, is the one field kept out of the JSON.
+//
+// Errors are typed where they arise: each matches a sentinel such as [ErrTargetNotFound],
+// [ErrTargetFull] or [ErrTimeLimit] with errors.Is, and carries the errno of the failed system call,
+// so that a caller never needs to parse a message (see errors.go).
 package probe

@@ -3,7 +3,6 @@ package probe
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -16,7 +15,7 @@ import (
 func fdatasyncLatency(ctx context.Context, path string, data []byte, o *Options) (*FdatasyncResult, error) {
 	fd, err := unix.Open(path, createFlags, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("failed to create %s: %w", path, err)
+		return nil, ioFailure(path, err, "failed to create %s: %w", path, err)
 	}
 	defer closeFd(fd)
 	size := o.fsyncFileBytes()

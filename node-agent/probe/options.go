@@ -2,7 +2,6 @@ package probe
 
 import (
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -159,7 +158,8 @@ func orDefault(s, def string) string {
 
 func (o *Options) readBufferBytes() int64 { return max(o.ColdReadBlockBytes, o.DeviceReadBlockBytes) }
 
-// Validate checks the options for a run over the given number of targets.
+// Validate checks the options for a run over the given number of targets. It joins one error per
+// problem, each matching ErrInvalidOptions.
 func (o *Options) Validate(targets int) error {
 	errs := []error{
 		positive("SeqWriteBytes", o.SeqWriteBytes),
@@ -191,7 +191,7 @@ func (o *Options) validateDurations() error {
 	var errs []error
 	for _, x := range durations {
 		if x.d <= 0 {
-			errs = append(errs, fmt.Errorf("%s must be positive, got %s", x.name, x.d))
+			errs = append(errs, invalidOption("%s must be positive, got %s", x.name, x.d))
 		}
 	}
 	return errors.Join(errs...)
@@ -201,7 +201,7 @@ func (o *Options) validateChurn() error {
 	var errs []error
 	for i, c := range o.Churn {
 		if c.FileBytes <= 0 || c.Files <= 0 {
-			errs = append(errs, fmt.Errorf("churn workload %d needs a positive file size and count, got %d files of %d bytes",
+			errs = append(errs, invalidOption("churn workload %d needs a positive file size and count, got %d files of %d bytes",
 				i+1, c.Files, c.FileBytes))
 		}
 	}
@@ -210,10 +210,10 @@ func (o *Options) validateChurn() error {
 
 func (o *Options) validateBudget(targets int) error {
 	if size := o.writeBufferBytes(); size > maxBufferBytes {
-		return fmt.Errorf("the largest block or file (%d bytes) exceeds the %d-byte in-memory buffer limit", size, maxBufferBytes)
+		return invalidOption("the largest block or file (%d bytes) exceeds the %d-byte in-memory buffer limit", size, maxBufferBytes)
 	}
 	if total := o.WriteBytesPerTarget() * int64(targets); total > o.MaxTotalWriteBytes {
-		return fmt.Errorf("the run would write %d bytes (%d per target × %d targets), more than MaxTotalWriteBytes (%d)",
+		return invalidOption("the run would write %d bytes (%d per target × %d targets), more than MaxTotalWriteBytes (%d)",
 			total, o.WriteBytesPerTarget(), targets, o.MaxTotalWriteBytes)
 	}
 	return nil
@@ -221,14 +221,14 @@ func (o *Options) validateBudget(targets int) error {
 
 func positive(name string, v int64) error {
 	if v <= 0 {
-		return fmt.Errorf("%s must be positive, got %d", name, v)
+		return invalidOption("%s must be positive, got %d", name, v)
 	}
 	return nil
 }
 
 func aligned(name string, v int64) error {
 	if v <= 0 || v%directIOAlignment != 0 {
-		return fmt.Errorf("%s must be a positive multiple of %d (O_DIRECT alignment), got %d", name, directIOAlignment, v)
+		return invalidOption("%s must be a positive multiple of %d (O_DIRECT alignment), got %d", name, directIOAlignment, v)
 	}
 	return nil
 }

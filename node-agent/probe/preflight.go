@@ -64,17 +64,17 @@ func checkDirectory(path string) error {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("target %s does not exist", path)
+		return &Error{Kind: ErrTargetNotFound, Path: path, Err: quiet(fmt.Sprintf("target %s does not exist", path), err)}
 	case err != nil:
-		return fmt.Errorf("failed to examine target %s: %w", path, err)
+		return ioFailure(path, err, "failed to examine target %s: %w", path, err)
 	case !fi.IsDir():
-		return fmt.Errorf("target %s is not a directory", path)
+		return failure(ErrNotDirectory, path, "target %s is not a directory", path)
 	}
 	switch err := unix.Access(path, unix.W_OK|unix.X_OK); {
 	case errors.Is(err, unix.EROFS):
-		return fmt.Errorf("target %s is on a read-only filesystem", path)
+		return &Error{Kind: ErrReadOnly, Path: path, Err: quiet(fmt.Sprintf("target %s is on a read-only filesystem", path), err)}
 	case err != nil:
-		return fmt.Errorf("target %s is not writable: %w", path, err)
+		return failure(ErrNotWritable, path, "target %s is not writable: %w", path, err)
 	}
 	return nil
 }
@@ -84,11 +84,12 @@ func checkDirectory(path string) error {
 func checkFreeSpace(path string, need int64) error {
 	var sfs unix.Statfs_t
 	if err := unix.Statfs(path, &sfs); err != nil {
-		return fmt.Errorf("failed to statfs %s: %w", path, err)
+		return ioFailure(path, err, "failed to statfs %s: %w", path, err)
 	}
 	free := int64(sfs.Bavail) * sfs.Bsize
 	if free < need {
-		return fmt.Errorf("not enough free space in %s: the probe needs %s free (twice what it writes there at once), only %s is free",
+		return failure(ErrNotEnoughSpace, path,
+			"not enough free space in %s: the probe needs %s free (twice what it writes there at once), only %s is free",
 			path, formatBytes(need), formatBytes(free))
 	}
 	return nil
@@ -97,15 +98,15 @@ func checkFreeSpace(path string, need int64) error {
 func checkDevice(device string) error {
 	fd, err := unix.Open(device, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("cannot read device %s: %w", device, err)
+		return failure(ErrDeviceUnreadable, device, "cannot read device %s: %w", device, err)
 	}
 	defer closeFd(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("failed to stat device %s: %w", device, err)
+		return failure(ErrDeviceUnreadable, device, "failed to stat device %s: %w", device, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFBLK {
-		return fmt.Errorf("device %s is not a block device", device)
+		return failure(ErrDeviceUnreadable, device, "device %s is not a block device", device)
 	}
 	return nil
 }

@@ -57,14 +57,18 @@ func TestRunRefusesReadOnlyTarget(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), dir+" is on a read-only filesystem") {
 		t.Errorf("Run on a read-only tmpfs = %v", err)
 	}
+	assertKinds(t, err, ErrReadOnly, unix.EROFS)
+	assertPath(t, err, dir)
 }
 
 func TestRunRefusesInvalidOptions(t *testing.T) {
 	o := smallOptions()
 	o.DirectWriteBlockBytes = 1000
-	if _, err := Run(context.Background(), []Target{{Path: t.TempDir()}}, o); err == nil || !strings.Contains(err.Error(), "invalid probe options") {
+	_, err := Run(context.Background(), []Target{{Path: t.TempDir()}}, o)
+	if err == nil || !strings.Contains(err.Error(), "invalid probe options") {
 		t.Errorf("Run = %v, want invalid options", err)
 	}
+	assertKinds(t, err, ErrInvalidOptions)
 }
 
 func TestAssignNames(t *testing.T) {

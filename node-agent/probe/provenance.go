@@ -16,11 +16,11 @@ import (
 func Inspect(path string, o Options) (Kind, Provenance, error) {
 	var sfs unix.Statfs_t
 	if err := unix.Statfs(path, &sfs); err != nil {
-		return "", Provenance{}, fmt.Errorf("failed to statfs %s: %w", path, err)
+		return "", Provenance{}, ioFailure(path, err, "failed to statfs %s: %w", path, err)
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
-		return "", Provenance{}, fmt.Errorf("failed to stat %s: %w", path, err)
+		return "", Provenance{}, ioFailure(path, err, "failed to stat %s: %w", path, err)
 	}
 	kind := kindFromMagic(sfs.Type)
 	major, minor := unix.Major(st.Dev), unix.Minor(st.Dev)

@@ -24,14 +24,13 @@ const TempDirPattern = ".dbtune-probe-*"
 // are gone when Run returns.
 func Run(ctx context.Context, targets []Target, opts Options) (*Result, error) {
 	if err := opts.Validate(len(targets)); err != nil {
-		return nil, fmt.Errorf("invalid probe options: %w", err)
+		return nil, fmt.Errorf("invalid probe options: %w", err) // each joined error matches ErrInvalidOptions
 	}
 	plans, err := preflight(targets, &opts)
 	if err != nil {
 		return nil, fmt.Errorf("refusing to start the probe run: %w", err)
 	}
-	limit := fmt.Errorf("the run reached its %s time limit: %w", opts.MaxDuration, context.DeadlineExceeded)
-	ctx, cancel := context.WithTimeoutCause(ctx, opts.MaxDuration, limit)
+	ctx, cancel := context.WithTimeoutCause(ctx, opts.MaxDuration, timeLimit(opts.MaxDuration))
 	defer cancel()
 	res := &Result{Kernel: kernelRelease(), FreePageReporting: FreePageReporting(opts.sysfsRoot()), StartTime: time.Now()}
 	bufs, err := newBuffers(&opts)
@@ -51,37 +50,51 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// Err joins the errors of the targets; it is nil when every target was probed completely.
+// Err joins the errors of the targets; it is nil when every target was probed completely. Each
+// wraps the target's Err, so errors.Is sees the kinds of failure.
 func (r *Result) Err() error {
 	var errs []error
 	for i := range r.Targets {
 		if t := &r.Targets[i]; t.Error != "" {
-			errs = append(errs, fmt.Errorf("target %s (%s): %s", t.Name, t.Path, t.Error))
+			errs = append(errs, fmt.Errorf("target %s (%s): %w", t.Name, t.Path, t.asError()))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// asError is Err, or Error as an error of no kind when the result was read back from JSON.
+func (t *TargetResult) asError() error {
+	if t.Err != nil || t.Error == "" {
+		return t.Err
+	}
+	return errors.New(t.Error)
+}
+
+// fail records why the target could not be probed completely, as text and as an error.
+func (t *TargetResult) fail(err error) {
+	t.Err, t.Error = err, err.Error()
 }
 
 // runTarget runs every workload on one target inside a private directory that it always removes.
 func runTarget(ctx context.Context, p *plan, o *Options, bufs *buffers, kernel string) (tr TargetResult) {
 	tr = TargetResult{Name: p.Name, Path: p.Path, Kind: p.kind, Provenance: p.prov}
 	if ctx.Err() != nil {
-		tr.Error = "not probed: " + context.Cause(ctx).Error()
+		tr.fail(failure(ErrNotProbed, p.Path, "not probed: %w", context.Cause(ctx)))
 		return tr
 	}
 	dir, err := os.MkdirTemp(p.Path, TempDirPattern)
 	if err != nil {
-		tr.Error = fmt.Sprintf("failed to create a working directory in %s: %v", p.Path, err)
+		tr.fail(ioFailure(p.Path, err, "failed to create a working directory in %s: %w", p.Path, err))
 		return tr
 	}
 	defer func() {
 		if err := os.RemoveAll(dir); err != nil {
-			tr.Error = joinMessages(tr.Error, fmt.Sprintf("failed to remove %s: %v", dir, err))
+			tr.fail(joinFailures(tr.Err, ioFailure(dir, err, "failed to remove %s: %w", dir, err)))
 		}
 	}()
 	for _, s := range workloads(ctx, dir, p, o, bufs, kernel, &tr) {
 		if err := s.run(); err != nil {
-			tr.Error = s.name + ": " + causeOf(ctx, err).Error()
+			tr.fail(fmt.Errorf("%s: %w", s.name, causeOf(ctx, err)))
 			break
 		}
 	}
@@ -140,7 +153,7 @@ func workloads(ctx context.Context, dir string, p *plan, o *Options, bufs *buffe
 // starts with the space PeakBytesPerTarget promised.
 func removeAfter(path string, err error) error {
 	if rmErr := os.Remove(path); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) && err == nil {
-		return fmt.Errorf("failed to remove %s: %w", path, rmErr)
+		return ioFailure(path, rmErr, "failed to remove %s: %w", path, rmErr)
 	}
 	return err
 }
@@ -152,11 +165,4 @@ func causeOf(ctx context.Context, err error) error {
 		return context.Cause(ctx)
 	}
 	return err
-}
-
-func joinMessages(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "; " + b
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestRunOnTmpfs(t *testing.T) {
@@ -106,6 +108,8 @@ func TestRunRefusesWithoutFreeSpace(t *testing.T) {
 			t.Errorf("error %q does not contain %q", err, want)
 		}
 	}
+	assertKinds(t, err, ErrNotEnoughSpace)
+	assertPath(t, err, dir)
 	assertEmpty(t, dir)
 }
 
@@ -131,6 +135,15 @@ func TestRunReportsAFullFilesystemCleanly(t *testing.T) {
 	if res.Err() == nil {
 		t.Error("Result.Err() is nil for a failed target")
 	}
+	assertKinds(t, tr.Err, ErrTargetFull, unix.ENOSPC)
+	assertKinds(t, res.Err(), ErrTargetFull, unix.ENOSPC)
+	if tr.Err == nil || tr.Err.Error() != tr.Error {
+		t.Errorf("typed error %v, text %q", tr.Err, tr.Error)
+	}
+	var e *Error
+	if !errors.As(tr.Err, &e) || !strings.HasPrefix(e.Path, dir+"/") || !strings.HasSuffix(e.Path, "/sequential") {
+		t.Errorf("the failure %+v does not name the file that filled %s", e, dir)
+	}
 }
 
 func TestCancellationLeavesNothingBehind(t *testing.T) {
@@ -152,6 +165,10 @@ func TestCancellationLeavesNothingBehind(t *testing.T) {
 		o := smallOptions()
 		// About two million 1-byte write+fdatasync pairs: seconds of work on tmpfs, in a 2 MB file.
 		o.FsyncWriteBytes, o.FsyncSamples, o.FsyncMaxDuration = 1, 2_000_000, time.Minute
+		// The workloads before it are token-sized, so that they are over well within the deadline
+		// on a loaded machine too.
+		o.SeqWriteBytes, o.SeqWriteBlockBytes, o.DirectWriteBytes, o.DirectWriteBlockBytes = MiB, MiB, 64*KiB, 64*KiB
+		o.Churn = []ChurnSize{{FileBytes: 5000, Files: 10}}
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
 		res, err := Run(ctx, []Target{{Path: dir}}, o)
@@ -162,6 +179,8 @@ func TestCancellationLeavesNothingBehind(t *testing.T) {
 		if tr.SequentialWrite == nil || !strings.Contains(tr.Error, "fdatasync latency") || tr.Fdatasync != nil {
 			t.Errorf("the run did not stop inside the fdatasync loop: error %q, fdatasync %+v", tr.Error, tr.Fdatasync)
 		}
+		// The caller's deadline is not the run's time limit.
+		assertKinds(t, tr.Err, context.DeadlineExceeded)
 		assertEmpty(t, dir)
 	})
 	t.Run("by the run's own time limit", func(t *testing.T) {
@@ -173,6 +192,8 @@ func TestCancellationLeavesNothingBehind(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "time limit") || !strings.Contains(res.Targets[0].Error, "time limit") {
 			t.Errorf("Run = %v, target error %q, want the time limit named", err, res.Targets[0].Error)
 		}
+		assertKinds(t, err, ErrTimeLimit, context.DeadlineExceeded)
+		assertKinds(t, res.Targets[0].Err, ErrTimeLimit, context.DeadlineExceeded)
 		assertEmpty(t, dir)
 	})
 }

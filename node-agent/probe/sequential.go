@@ -15,7 +15,7 @@ import (
 func sequentialWrite(ctx context.Context, path string, data []byte, total, block int64) (*SequentialWriteResult, error) {
 	fd, err := unix.Open(path, createFlags, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("failed to create %s: %w", path, err)
+		return nil, ioFailure(path, err, "failed to create %s: %w", path, err)
 	}
 	defer closeFd(fd)
 	start := time.Now()
@@ -32,7 +32,7 @@ func sequentialWrite(ctx context.Context, path string, data []byte, total, block
 	}
 	buffered := time.Since(start)
 	if err := unix.Fdatasync(fd); err != nil {
-		return nil, fmt.Errorf("failed to fdatasync %s: %w", path, err)
+		return nil, ioFailure(path, err, "failed to fdatasync %s: %w", path, err)
 	}
 	synced := time.Since(start)
 	return &SequentialWriteResult{
@@ -49,18 +49,18 @@ func sequentialWrite(ctx context.Context, path string, data []byte, total, block
 func coldRead(ctx context.Context, path string, kind Kind, buf []byte, maxDuration time.Duration) (*ThroughputResult, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("failed to open %s for the cold read: %w", path, err)
+		return nil, ioFailure(path, err, "failed to open %s for the cold read: %w", path, err)
 	}
 	defer closeFd(fd)
 	size, note, err := evict(fd, kind)
 	if err != nil {
-		return nil, fmt.Errorf("failed to evict %s from the page cache: %w", path, err)
+		return nil, ioFailure(path, err, "failed to evict %s from the page cache: %w", path, err)
 	}
 	start := time.Now()
 	n, err := readLoop(fd, buf, size, stopper(ctx, start, maxDuration))
 	elapsed := time.Since(start)
 	if err != nil && !errors.Is(err, errCapReached) {
-		return nil, fmt.Errorf("the cold read of %s failed after %d bytes: %w", path, n, err)
+		return nil, ioFailure(path, err, "the cold read of %s failed after %d bytes: %w", path, n, err)
 	}
 	return &ThroughputResult{
 		Bytes:          n,

@@ -94,13 +94,13 @@ func stopper(ctx context.Context, start time.Time, limit time.Duration) func() e
 	}
 }
 
-// writeError explains a failed write to path; a full filesystem gets its own wording because it is
-// the failure an operator will meet on a node that is short of space.
+// writeError explains a failed write to path; a full filesystem (ErrTargetFull) gets its own
+// wording because it is the failure an operator will meet on a node that is short of space.
 func writeError(path string, done, want int64, err error) error {
-	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
-		return fmt.Errorf("the filesystem filled up: %s got %d of %d bytes: %w", path, done, want, err)
+	if errors.Is(errnoKind(err), ErrTargetFull) {
+		return failure(ErrTargetFull, path, "the filesystem filled up: %s got %d of %d bytes: %w", path, done, want, err)
 	}
-	return fmt.Errorf("failed to write %s after %d of %d bytes: %w", path, done, want, err)
+	return ioFailure(path, err, "failed to write %s after %d of %d bytes: %w", path, done, want, err)
 }
 
 // residentBytes reports how much of the first size bytes of fd are in the page cache. x/sys has no

@@ -66,6 +66,10 @@ type TargetResult struct {
 	DeviceRead *ThroughputResult `json:"deviceRead,omitempty"`
 	// Error says why the target could not be probed completely; the workloads before it stand.
 	Error string `json:"error,omitempty"`
+	// Err is the error whose message Error is: it matches the sentinel of its kind (ErrTargetFull,
+	// ErrTimeLimit, …) and its cause with errors.Is. It is not serialized, so it is nil in a result
+	// read back from JSON.
+	Err error `json:"-"`
 }
 
 // Provenance says what a probe measured, so that two results can be compared honestly.

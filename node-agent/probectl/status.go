@@ -1,7 +1,10 @@
 package probectl
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -26,53 +29,105 @@ type problem struct {
 	reason, text, advice string
 }
 
-// rule recognizes a problem by words of the probe's messages. The probe reports target failures
-// as text (they are part of its result), so text is what there is to match; the envtest suite
-// runs the real probe into each case so that a reworded message shows up as a failing test.
-type rule struct {
-	reason  string
-	needles []string
-	advice  string
+// kind is a kind of failure: the sentinel error its errors match with errors.Is, the condition
+// reason it gets and what to do about it.
+type kind struct {
+	sentinel error
+	reason   string
+	advice   string
 }
 
-// rules are tried in order: a device that cannot be opened says "permission denied" too, and a
-// run stopped by a lost slot also says "context canceled".
-var rules = []rule{
-	{v1alpha1.ReasonSlotLost, []string{"probe slot"},
+// kinds are tried in order, since one error may match several: a run stopped by a lost slot is
+// also canceled, a workload that a stop interrupted may also have failed on the device, a device
+// that may not be opened fails with the EACCES that makes a target not writable, and a target that
+// filled up may also refuse the removal of the probe's files. The probe wraps each error where it
+// arises with its sentinel (see node-agent/probe/errors.go); the slot pool gives errSlotLost as
+// the cause of the probe's context, which the probe wraps in turn.
+var kinds = []kind{
+	{errSlotLost, v1alpha1.ReasonSlotLost,
 		"Another node may have taken the slot; the next run measures again."},
-	{v1alpha1.ReasonCanceled, []string{"context canceled"},
+	{context.Canceled, v1alpha1.ReasonCanceled,
 		"The agent was stopping; its files were removed and the next run measures again."},
-	{v1alpha1.ReasonTimeLimit, []string{"time limit"},
+	{probe.ErrTimeLimit, v1alpha1.ReasonTimeLimit,
 		"The figures measured before the limit stand; a slow or busy disk needs a longer --probe-timeout or smaller probe sizes."},
-	{v1alpha1.ReasonInvalidOptions, []string{"invalid probe options"},
+	{probe.ErrInvalidOptions, v1alpha1.ReasonInvalidOptions,
 		"Fix the agent's probe options."},
-	{v1alpha1.ReasonDeviceUnreadable, []string{"device read:", "cannot read device", "is not a block device", "stat device", "open device"},
+	{probe.ErrDeviceUnreadable, v1alpha1.ReasonDeviceUnreadable,
 		"Check that the device node exists in the agent's pod and that the agent may open it for reading (it must run privileged)."},
-	{v1alpha1.ReasonProbeTargetNotFound, []string{"does not exist"},
+	{probe.ErrTargetNotFound, v1alpha1.ReasonProbeTargetNotFound,
 		"Create the directory or fix the --target path; for a hostPath volume, check the path on the node."},
-	{v1alpha1.ReasonTargetNotDirectory, []string{"is not a directory"},
+	{probe.ErrNotDirectory, v1alpha1.ReasonTargetNotDirectory,
 		"Point --target at a directory."},
-	{v1alpha1.ReasonTargetReadOnly, []string{"read-only file"},
+	{probe.ErrReadOnly, v1alpha1.ReasonTargetReadOnly,
 		"Mount the target read-write into the agent's pod."},
-	{v1alpha1.ReasonNotEnoughSpace, []string{"not enough free space"},
+	{probe.ErrNotEnoughSpace, v1alpha1.ReasonNotEnoughSpace,
 		"Free space on the target or lower the probe sizes."},
-	{v1alpha1.ReasonTargetFull, []string{"filled up", "no space left", "quota exceeded"},
+	{probe.ErrTargetFull, v1alpha1.ReasonTargetFull,
 		"The filesystem filled up during the run and the probe removed its files; free space, enlarge the tmpfs or lower the probe sizes."},
-	{v1alpha1.ReasonTargetNotWritable, []string{"not writable", "permission denied"},
+	{probe.ErrNotWritable, v1alpha1.ReasonTargetNotWritable,
 		"Give the agent write access to the directory."},
 }
 
-// classify names the problem a probe message describes.
-func classify(text string) problem {
-	lower := strings.ToLower(text)
-	for _, r := range rules {
-		for _, n := range r.needles {
-			if strings.Contains(lower, n) {
-				return problem{reason: r.reason, text: text, advice: r.advice}
-			}
+// classify names the kind of err, a failure described by text.
+func classify(text string, err error) problem {
+	for _, k := range kinds {
+		if errors.Is(err, k.sentinel) {
+			return problem{reason: k.reason, text: text, advice: k.advice}
 		}
 	}
 	return problem{reason: v1alpha1.ReasonProbeFailed, text: text}
+}
+
+// joinType is the type of errors.Join's errors.
+var joinType = reflect.TypeOf(errors.Join(errors.New("")))
+
+// runProblems classifies a run's error: one problem per error it joins (errors.Join, also under
+// wrappers such as "refusing to start the probe run: " and nested), each classified on its own.
+func runProblems(err error) []problem {
+	var ps []problem
+	for _, p := range splitJoined(err) {
+		if text := strings.TrimSpace(p.text); text != "" {
+			ps = append(ps, classify(text, p.err))
+		}
+	}
+	return ps
+}
+
+// part is one error of a join, with the text it has in the joined message.
+type part struct {
+	text string
+	err  error
+}
+
+// splitJoined lists the errors joined in err. A joined message has one line per error, and the
+// wrappers around the join prefix the first line: that line keeps their prefix, so that the parts
+// read as the message does. An error that joins nothing is one part. Text serves only the
+// message here; each part is classified by its error.
+func splitJoined(err error) []part {
+	prefix := ""
+	for e := err; e != nil; {
+		if reflect.TypeOf(e) == joinType {
+			var parts []part
+			for _, inner := range e.(interface{ Unwrap() []error }).Unwrap() {
+				parts = append(parts, splitJoined(inner)...)
+			}
+			if len(parts) > 0 {
+				parts[0].text = prefix + parts[0].text
+			}
+			return parts
+		}
+		w, ok := e.(interface{ Unwrap() error })
+		if !ok {
+			break
+		}
+		inner := w.Unwrap()
+		if inner == nil || !strings.HasSuffix(e.Error(), inner.Error()) {
+			break // a wrapper that rewords its error: its text is not the join's
+		}
+		prefix += strings.TrimSuffix(e.Error(), inner.Error())
+		e = inner
+	}
+	return []part{{text: err.Error(), err: err}}
 }
 
 // verdict sums up a run for the conditions.
@@ -87,11 +142,7 @@ type verdict struct {
 func judge(o runOutcome) verdict {
 	var v verdict
 	if o.Err != nil {
-		for line := range strings.SplitSeq(o.Err.Error(), "\n") {
-			if line = strings.TrimSpace(line); line != "" {
-				v.problems = append(v.problems, classify(line))
-			}
-		}
+		v.problems = runProblems(o.Err)
 	}
 	if o.Result == nil {
 		return v
@@ -106,12 +157,24 @@ func judge(o runOutcome) verdict {
 		case measured(t):
 			v.partial = append(v.partial, t.Name)
 		}
-		// "not probed: <cause>" only repeats the run's own error, already listed.
-		if t.Error != "" && (o.Err == nil || !strings.HasPrefix(t.Error, "not probed:")) {
-			v.problems = append(v.problems, classify(fmt.Sprintf("target %s (%s): %s", t.Name, t.Path, t.Error)))
+		// A target the run did not reach only repeats the run's own error, already listed.
+		if err := targetErr(t); err != nil && (o.Err == nil || !errors.Is(err, probe.ErrNotProbed)) {
+			v.problems = append(v.problems, classify(fmt.Sprintf("target %s (%s): %s", t.Name, t.Path, t.Error), err))
 		}
 	}
 	return v
+}
+
+// targetErr is why a target was not probed completely, or nil. A result without the typed error
+// (read back from JSON) has only the text, which is of no known kind.
+func targetErr(t *probe.TargetResult) error {
+	switch {
+	case t.Error == "":
+		return nil
+	case t.Err != nil:
+		return t.Err
+	}
+	return errors.New(t.Error)
 }
 
 // measured reports whether a target has at least one figure.

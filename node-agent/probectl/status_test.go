@@ -1,8 +1,12 @@
 package probectl
 
 import (
+	"context"
 	"errors"
-	"strings"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,6 +49,12 @@ func diskResult() probe.TargetResult {
 			Buckets: []probe.HistogramBucket{{UpperBoundMicroseconds: 1000, Count: 30}, {UpperBoundMicroseconds: 2000, Count: 45}}},
 		DeviceRead: &probe.ThroughputResult{Bytes: 1 << 30, BlockSizeBytes: 2 << 20, BytesPerSecond: 4e8},
 	}
+}
+
+// failed records err as the reason t was not probed completely, as the probe does.
+func failed(t probe.TargetResult, err error) probe.TargetResult {
+	t.Err, t.Error = err, err.Error()
+	return t
 }
 
 func run(targets ...probe.TargetResult) *probe.Result {
@@ -104,18 +114,21 @@ func TestStatusAfterRun(t *testing.T) {
 	filled := diskResult()
 	filled.ColdRead, filled.DirectWrite, filled.FileChurn, filled.Fdatasync, filled.DeviceRead = nil, nil, nil, nil, nil
 	filled.SequentialWrite = &probe.SequentialWriteResult{Bytes: 8 << 20, BlockSizeBytes: 4 << 20, BufferedBytesPerSecond: 1e9, FdatasyncBytesPerSecond: 3e8}
-	filled.Error = "O_DIRECT write: the filesystem filled up: /probe/disk/.dbtune-probe-1/direct got 0 of 4194304 bytes: no space left on device"
+	const direct = "/probe/disk/.dbtune-probe-1/direct"
+	filled = failed(filled, fmt.Errorf("O_DIRECT write: %w", &probe.Error{Kind: probe.ErrTargetFull, Path: direct,
+		Err: fmt.Errorf("the filesystem filled up: %s got 0 of 4194304 bytes: %w", direct, syscall.ENOSPC)}))
 	filledStatus := diskStatus()
 	filledStatus.ColdRead, filledStatus.DirectWrite, filledStatus.FileChurn, filledStatus.Fdatasync, filledStatus.DeviceRead = nil, nil, nil, nil, nil
 	filledStatus.Error = filled.Error
 
 	canceledTmpfs := tmpfsResult()
 	canceledTmpfs.ColdRead, canceledTmpfs.DirectWrite, canceledTmpfs.FileChurn, canceledTmpfs.Fdatasync = nil, nil, nil, nil
-	canceledTmpfs.Error = "cold read: context canceled"
+	canceledTmpfs = failed(canceledTmpfs, fmt.Errorf("cold read: %w", context.Canceled))
 	canceledTmpfsStatus := tmpfsStatus()
 	canceledTmpfsStatus.ColdRead, canceledTmpfsStatus.DirectWrite, canceledTmpfsStatus.FileChurn, canceledTmpfsStatus.Fdatasync = nil, nil, nil, nil
 	canceledTmpfsStatus.Error = canceledTmpfs.Error
-	notProbed := probe.TargetResult{Name: "disk", Path: "/probe/disk", Kind: probe.KindDisk, Error: "not probed: context canceled"}
+	notProbed := failed(probe.TargetResult{Name: "disk", Path: "/probe/disk", Kind: probe.KindDisk},
+		&probe.Error{Kind: probe.ErrNotProbed, Path: "/probe/disk", Err: fmt.Errorf("not probed: %w", context.Canceled)})
 
 	fresh := func(targets ...v1alpha1.ProbeTargetResult) v1alpha1.NodeIOProfileStatus {
 		return v1alpha1.NodeIOProfileStatus{Kernel: "6.8.0", FreePageReporting: true, LastRunTime: ptr.To(metav1.NewTime(t1)), LastRunDurationMilliseconds: 1900, Targets: targets}
@@ -170,8 +183,9 @@ func TestStatusAfterRun(t *testing.T) {
 	}, {
 		name: "a refused run keeps the previous figures",
 		prev: previous(),
-		out: runOutcome{Err: errors.New("refusing to start the probe run: target /probe/disk does not exist\n" +
-			"target /probe/ro is on a read-only filesystem")},
+		out: runOutcome{Err: fmt.Errorf("refusing to start the probe run: %w", errors.Join(
+			&probe.Error{Kind: probe.ErrTargetNotFound, Path: "/probe/disk", Err: errors.New("target /probe/disk does not exist")},
+			&probe.Error{Kind: probe.ErrReadOnly, Path: "/probe/ro", Err: errors.New("target /probe/ro is on a read-only filesystem")}))},
 		want: kept,
 		conds: []metav1.Condition{
 			cond(v1alpha1.ConditionProbed, metav1.ConditionFalse, v1alpha1.ReasonProbeTargetNotFound,
@@ -186,7 +200,7 @@ func TestStatusAfterRun(t *testing.T) {
 		},
 	}, {
 		name: "a run canceled midway lists the cause once",
-		out:  runOutcome{Result: run(canceledTmpfs, notProbed), Err: errors.New("the probe run stopped early: context canceled")},
+		out:  runOutcome{Result: run(canceledTmpfs, notProbed), Err: fmt.Errorf("the probe run stopped early: %w", context.Canceled)},
 		want: func() v1alpha1.NodeIOProfileStatus {
 			s := fresh(canceledTmpfsStatus, v1alpha1.ProbeTargetResult{Name: "disk", Path: "/probe/disk", Kind: v1alpha1.TargetDisk, Error: notProbed.Error})
 			s.Speedup = &v1alpha1.Speedup{TmpfsTarget: "tmpfs", DiskTarget: "disk"}
@@ -201,7 +215,8 @@ func TestStatusAfterRun(t *testing.T) {
 		},
 	}, {
 		name: "a device that cannot be read",
-		out:  runOutcome{Err: errors.New("refusing to start the probe run: cannot read device /dev/vdz: no such file or directory")},
+		out: runOutcome{Err: fmt.Errorf("refusing to start the probe run: %w", errors.Join(&probe.Error{Kind: probe.ErrDeviceUnreadable,
+			Path: "/dev/vdz", Err: fmt.Errorf("cannot read device /dev/vdz: %w", syscall.ENOENT)}))},
 		conds: []metav1.Condition{
 			cond(v1alpha1.ConditionProbed, metav1.ConditionFalse, v1alpha1.ReasonDeviceUnreadable,
 				"Nothing was measured: Refusing to start the probe run: cannot read device /dev/vdz: no such file or directory. "+
@@ -243,39 +258,226 @@ func TestStatusWhileWaiting(t *testing.T) {
 	})
 }
 
-// TestClassify feeds the messages the probe and the slot pool produce for each failure.
-func TestClassify(t *testing.T) {
-	tests := []struct{ text, want string }{
-		{"refusing to start the probe run: target /x does not exist", v1alpha1.ReasonProbeTargetNotFound},
-		{"target /x is not a directory", v1alpha1.ReasonTargetNotDirectory},
-		{"target /x is on a read-only filesystem", v1alpha1.ReasonTargetReadOnly},
-		{"target disk (/x): sequential write: failed to create /x/.dbtune-probe-1/sequential: read-only file system", v1alpha1.ReasonTargetReadOnly},
-		{"target /x is not writable: permission denied", v1alpha1.ReasonTargetNotWritable},
-		{"not enough free space in /x: the probe needs 16777216 bytes (16.0 MiB) free (twice what it writes there at once), only 4096 bytes is free", v1alpha1.ReasonNotEnoughSpace},
-		{"target tmpfs (/x): sequential write: the filesystem filled up: /x/.dbtune-probe-1/sequential got 1048576 of 4194304 bytes: no space left on device", v1alpha1.ReasonTargetFull},
-		{"target disk (/x): fdatasync latency: failed to write /x/f after 0 of 1 bytes: disk quota exceeded", v1alpha1.ReasonTargetFull},
-		{"refusing to start the probe run: cannot read device /dev/vdz: permission denied", v1alpha1.ReasonDeviceUnreadable},
-		{"refusing to start the probe run: device /tmp/file is not a block device", v1alpha1.ReasonDeviceUnreadable},
-		{"target disk (/x): device read: the read of /dev/vda failed after 0 bytes: input/output error", v1alpha1.ReasonDeviceUnreadable},
-		{"the probe run stopped early: the run reached its 1m0s time limit: context deadline exceeded", v1alpha1.ReasonTimeLimit},
-		{"the probe run stopped early: context canceled", v1alpha1.ReasonCanceled},
-		{"the probe run stopped early: lost its probe slot: Lease ns/slot-0 changed hands: conflict", v1alpha1.ReasonSlotLost},
-		{"invalid probe options: SeqWriteBytes must be positive, got 0", v1alpha1.ReasonInvalidOptions},
-		{"something nobody expected", v1alpha1.ReasonProbeFailed},
+// TestKinds maps each sentinel to its reason: a sentinel wrapped anywhere in an error gives its
+// reason, whatever the words.
+func TestKinds(t *testing.T) {
+	want := map[error]string{
+		errSlotLost:               v1alpha1.ReasonSlotLost,
+		context.Canceled:          v1alpha1.ReasonCanceled,
+		probe.ErrTimeLimit:        v1alpha1.ReasonTimeLimit,
+		probe.ErrInvalidOptions:   v1alpha1.ReasonInvalidOptions,
+		probe.ErrDeviceUnreadable: v1alpha1.ReasonDeviceUnreadable,
+		probe.ErrTargetNotFound:   v1alpha1.ReasonProbeTargetNotFound,
+		probe.ErrNotDirectory:     v1alpha1.ReasonTargetNotDirectory,
+		probe.ErrReadOnly:         v1alpha1.ReasonTargetReadOnly,
+		probe.ErrNotEnoughSpace:   v1alpha1.ReasonNotEnoughSpace,
+		probe.ErrTargetFull:       v1alpha1.ReasonTargetFull,
+		probe.ErrNotWritable:      v1alpha1.ReasonTargetNotWritable,
 	}
-	for _, tc := range tests {
-		if got := classify(tc.text).reason; got != tc.want {
-			t.Errorf("classify(%q) = %s, want %s", tc.text, got, tc.want)
+	if len(kinds) != len(want) {
+		t.Errorf("%d kinds, want %d", len(kinds), len(want))
+	}
+	for sentinel, reason := range want {
+		for _, err := range []error{
+			sentinel,
+			fmt.Errorf("target disk (/x): sequential write: %w", sentinel),
+			&probe.Error{Kind: sentinel, Path: "/x", Err: errors.New("words that name no kind")},
+		} {
+			p := classify("text", err)
+			if p.reason != reason || p.text != "text" || p.advice == "" {
+				t.Errorf("classify(%q) = %+v, want reason %s with advice", err, p, reason)
+			}
+		}
+	}
+	for _, err := range []error{
+		errors.New("the filesystem filled up, permission denied, context canceled: words alone name nothing"),
+		&probe.Error{Path: "/x", Err: fmt.Errorf("failed to write /x: %w", syscall.EIO)},
+		context.DeadlineExceeded, // the agent's own deadline, not the run's time limit
+		probe.ErrNotProbed,
+	} {
+		if p := classify("text", err); p.reason != v1alpha1.ReasonProbeFailed || p.advice != "" {
+			t.Errorf("classify(%q) = %+v, want %s", err, p, v1alpha1.ReasonProbeFailed)
 		}
 	}
 }
 
+// TestKindPrecedence: an error that matches several kinds gets the first: the cause of a stop
+// before what it interrupted, the device before the errno it failed with.
+func TestKindPrecedence(t *testing.T) {
+	slotLost := fmt.Errorf("%w: Lease ns/slot-0 changed hands: %w", errSlotLost, context.Canceled)
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"a lost slot also cancels", slotLost, v1alpha1.ReasonSlotLost},
+		{"a workload the slot loss stopped", &probe.Error{Kind: probe.ErrDeviceUnreadable, Err: fmt.Errorf("device read: %w", slotLost)},
+			v1alpha1.ReasonSlotLost},
+		{"a cancellation during a device read", &probe.Error{Kind: probe.ErrDeviceUnreadable, Err: context.Canceled}, v1alpha1.ReasonCanceled},
+		{"the time limit during a write that failed",
+			errors.Join(&probe.Error{Kind: probe.ErrTargetFull, Err: syscall.ENOSPC}, &probe.Error{Kind: probe.ErrTimeLimit, Err: context.DeadlineExceeded}),
+			v1alpha1.ReasonTimeLimit},
+		{"a device that may not be opened", &probe.Error{Kind: probe.ErrDeviceUnreadable, Path: "/dev/vda",
+			Err: fmt.Errorf("cannot read device /dev/vda: %w", &probe.Error{Kind: probe.ErrNotWritable, Err: syscall.EACCES})},
+			v1alpha1.ReasonDeviceUnreadable},
+		{"a read-only filesystem also refuses writes", errors.Join(probe.ErrNotWritable, probe.ErrReadOnly), v1alpha1.ReasonTargetReadOnly},
+		{"a full target that also refuses its clean-up", errors.Join(probe.ErrNotWritable, probe.ErrTargetFull), v1alpha1.ReasonTargetFull},
+	}
+	for _, tc := range tests {
+		if got := classify("text", tc.err).reason; got != tc.want {
+			t.Errorf("%s: reason %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestRunProblems: a run's error gives one problem per joined error, classified on its own, with
+// the wrappers' prefix on the first as the message reads.
+func TestRunProblems(t *testing.T) {
+	notFound := &probe.Error{Kind: probe.ErrTargetNotFound, Path: "/a", Err: errors.New("target /a does not exist")}
+	file := &probe.Error{Kind: probe.ErrNotDirectory, Path: "/b", Err: errors.New("target /b is not a directory")}
+	plain := errors.New("two targets are named \"x\"; target names must be unique")
+	options := errors.Join(
+		&probe.Error{Kind: probe.ErrInvalidOptions, Err: errors.New("SeqWriteBytes must be positive, got 0")},
+		errors.Join(&probe.Error{Kind: probe.ErrInvalidOptions, Err: errors.New("MaxDuration must be positive, got 0s")}))
+	type want struct{ Reason, Text string }
+	tests := []struct {
+		name string
+		err  error
+		want []want
+	}{{
+		name: "refused targets",
+		err:  fmt.Errorf("refusing to start the probe run: %w", errors.Join(notFound, file, plain)),
+		want: []want{
+			{v1alpha1.ReasonProbeTargetNotFound, "refusing to start the probe run: target /a does not exist"},
+			{v1alpha1.ReasonTargetNotDirectory, "target /b is not a directory"},
+			{v1alpha1.ReasonProbeFailed, plain.Error()},
+		},
+	}, {
+		name: "nested joins of invalid options",
+		err:  fmt.Errorf("invalid probe options: %w", options),
+		want: []want{
+			{v1alpha1.ReasonInvalidOptions, "invalid probe options: SeqWriteBytes must be positive, got 0"},
+			{v1alpha1.ReasonInvalidOptions, "MaxDuration must be positive, got 0s"},
+		},
+	}, {
+		name: "one error",
+		err:  fmt.Errorf("the probe run stopped early: %w", fmt.Errorf("%w: Lease ns/slot-0 changed hands: conflict", errSlotLost)),
+		want: []want{{v1alpha1.ReasonSlotLost, "the probe run stopped early: lost its probe slot: Lease ns/slot-0 changed hands: conflict"}},
+	}, {
+		name: "a wrapper that rewords the join is one problem",
+		err:  &probe.Error{Kind: probe.ErrTimeLimit, Err: errors.Join(notFound, file)},
+		want: []want{{v1alpha1.ReasonTimeLimit, "target /a does not exist\ntarget /b is not a directory"}},
+	}}
+	for _, tc := range tests {
+		var got []want
+		for _, p := range runProblems(tc.err) {
+			got = append(got, want{p.reason, p.text})
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s: problems (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+// TestJudgeRealProbeFailures runs the real probe into each failure it can meet without root, and
+// checks the reason the status gets. The envtest suite does the same through the agent, with the
+// faults that need root.
+func TestJudgeRealProbeFailures(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		ctx     func() context.Context
+		targets []probe.Target
+		options func(o *probe.Options)
+		want    string
+	}{
+		{name: "missing directory", targets: []probe.Target{{Path: filepath.Join(dir, "missing")}}, want: v1alpha1.ReasonProbeTargetNotFound},
+		{name: "a file", targets: []probe.Target{{Path: file}}, want: v1alpha1.ReasonTargetNotDirectory},
+		{name: "missing device", targets: []probe.Target{{Path: dir, Device: "/dev/dbtune-no-such-device"}}, want: v1alpha1.ReasonDeviceUnreadable},
+		{name: "a device that is a file", targets: []probe.Target{{Path: dir, Device: file}}, want: v1alpha1.ReasonDeviceUnreadable},
+		{name: "invalid options", targets: []probe.Target{{Path: dir}},
+			options: func(o *probe.Options) { o.DirectWriteBlockBytes, o.MaxDuration = 1000, 0 }, want: v1alpha1.ReasonInvalidOptions},
+		{name: "not enough space", targets: []probe.Target{{Path: dir}},
+			options: func(o *probe.Options) { o.SeqWriteBytes, o.MaxTotalWriteBytes = 1<<50, 1<<52 }, want: v1alpha1.ReasonNotEnoughSpace},
+		{name: "time limit", targets: []probe.Target{{Path: dir}},
+			options: func(o *probe.Options) { o.MaxDuration = time.Nanosecond }, want: v1alpha1.ReasonTimeLimit},
+		{name: "canceled", targets: []probe.Target{{Path: dir}}, want: v1alpha1.ReasonCanceled,
+			ctx: func() context.Context {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				return ctx
+			}},
+		{name: "slot lost", targets: []probe.Target{{Path: dir}}, want: v1alpha1.ReasonSlotLost,
+			ctx: func() context.Context {
+				ctx, cancel := context.WithCancelCause(context.Background())
+				cancel(fmt.Errorf("%w: Lease ns/slot-0 changed hands: %w", errSlotLost, errors.New("conflict")))
+				return ctx
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := probe.DefaultOptions()
+			o.SeqWriteBytes, o.SeqWriteBlockBytes, o.DirectWriteBytes, o.DirectWriteBlockBytes = probe.MiB, probe.MiB, 64*probe.KiB, 64*probe.KiB
+			o.Churn, o.FsyncSamples = []probe.ChurnSize{{FileBytes: 5000, Files: 5}}, 5
+			if tc.options != nil {
+				tc.options(&o)
+			}
+			ctx := context.Background()
+			if tc.ctx != nil {
+				ctx = tc.ctx()
+			}
+			res, err := probe.Run(ctx, tc.targets, o)
+			if err == nil {
+				t.Fatalf("the run succeeded: %+v", res)
+			}
+			st := statusAfterRun(v1alpha1.NodeIOProfileStatus{}, runOutcome{Result: res, Err: err}, t1)
+			for _, c := range st.Conditions {
+				if c.Status == metav1.ConditionTrue && c.Type == v1alpha1.ConditionProbed {
+					continue
+				}
+				if c.Reason != tc.want {
+					t.Errorf("%s = %s (%s), want %s", c.Type, c.Reason, c.Message, tc.want)
+				}
+			}
+			for _, tr := range tc.targets {
+				if entries, _ := os.ReadDir(tr.Path); len(entries) > 1 {
+					t.Errorf("the run left files in %s: %v", tr.Path, entries)
+				}
+			}
+		})
+	}
+}
+
+// TestTargetErrorWithoutType: a result read back from JSON has only the text of a target's error,
+// which names no kind.
+func TestTargetErrorWithoutType(t *testing.T) {
+	tr := diskResult()
+	tr.DeviceRead, tr.Error = nil, "device read: failed to open device /dev/vda: permission denied"
+	v := judge(runOutcome{Result: run(tr)})
+	if len(v.problems) != 1 || v.problems[0].reason != v1alpha1.ReasonProbeFailed ||
+		v.problems[0].text != "target disk (/probe/disk): "+tr.Error || len(v.partial) != 1 {
+		t.Errorf("verdict = %+v", v)
+	}
+}
+
 func TestMessagesAreBounded(t *testing.T) {
-	long := errors.New("refusing to start the probe run: " + strings.Repeat("target /a/very/long/path does not exist\n", 200))
+	var errs []error
+	for range 200 {
+		errs = append(errs, &probe.Error{Kind: probe.ErrTargetNotFound, Path: "/a/very/long/path",
+			Err: errors.New("target /a/very/long/path does not exist")})
+	}
+	long := fmt.Errorf("refusing to start the probe run: %w", errors.Join(errs...))
 	st := statusAfterRun(v1alpha1.NodeIOProfileStatus{}, runOutcome{Err: long}, t1)
 	for _, c := range st.Conditions {
 		if len(c.Message) > maxMessageLength {
 			t.Errorf("%s message has %d bytes, more than %d", c.Type, len(c.Message), maxMessageLength)
+		}
+		if c.Reason != v1alpha1.ReasonProbeTargetNotFound {
+			t.Errorf("%s reason = %s", c.Type, c.Reason)
 		}
 	}
 }
