@@ -4,6 +4,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -60,6 +61,12 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 	}()
 	targets, err := r.targets(ctx, sv)
+	if invalid := (*invalidSelectorError)(nil); errors.As(err, &invalid) {
+		// Nothing can be known to be selected, so nothing is injected or reverted; the status
+		// says what to fix, and the next change of the spec brings the next reconcile.
+		report.invalidSelector = invalid.Error()
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}

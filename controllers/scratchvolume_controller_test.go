@@ -116,7 +116,7 @@ func TestSelectorPicksUpNewStatefulSets(t *testing.T) {
 	e := startManager(t)
 	ns := e.Namespace(t)
 	sv := scratchVolume(ns, "fleet", "")
-	sv.Spec.Target = v1alpha1.ScratchTarget{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "db"}}}
+	sv.Spec.Target = v1alpha1.ScratchTarget{Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"tier": "db"}}}
 	create(t, e, mariadbStatefulSet(ns, "a"), sv)
 	eventually(t, func() string { return injectedCount(t, e, ns, "fleet", 1) })
 	create(t, e, mariadbStatefulSet(ns, "b"))

@@ -28,6 +28,8 @@ var conflictReasons = map[string]bool{
 type report struct {
 	sv           *v1alpha1.ScratchVolume
 	targetsFound int
+	// invalidSelector says why spec.target.selector cannot be parsed, when it cannot.
+	invalidSelector string
 	targets      []v1alpha1.ScratchTargetStatus
 	cms          map[string]bool
 	problems     []finding // blocked targets
@@ -165,7 +167,7 @@ func (rep *report) conditions() []metav1.Condition {
 	found := c(v1alpha1.ConditionTargetFound, rep.targetsFound > 0, v1alpha1.ReasonTargetFound,
 		fmt.Sprintf("%d StatefulSet(s) selected", rep.targetsFound))
 	if rep.targetsFound == 0 {
-		found.Reason, found.Message = v1alpha1.ReasonTargetNotFound, rep.noTargetMessage()
+		found.Reason, found.Message = rep.notFound()
 	}
 	conflict := c(v1alpha1.ConditionConflict, len(conflicts) > 0, v1alpha1.ReasonNoConflict, "nothing in the way")
 	if len(conflicts) > 0 {
@@ -188,6 +190,14 @@ func (rep *report) conditions() []metav1.Condition {
 		}
 	}
 	return []metav1.Condition{ready, found, memory, injected, rolled, conflict}
+}
+
+// notFound is why no target was found: the selector cannot be parsed, or nothing matches yet.
+func (rep *report) notFound() (reason, message string) {
+	if rep.invalidSelector != "" {
+		return v1alpha1.ReasonInvalidSelector, rep.invalidSelector
+	}
+	return v1alpha1.ReasonTargetNotFound, rep.noTargetMessage()
 }
 
 func (rep *report) noTargetMessage() string {
@@ -229,7 +239,8 @@ func (rep *report) memoryCondition(c func(string, bool, string, string) metav1.C
 func (rep *report) injectedCondition(c func(string, bool, string, string) metav1.Condition, blocked []finding) metav1.Condition {
 	switch {
 	case rep.targetsFound == 0:
-		return c(v1alpha1.ConditionInjected, false, v1alpha1.ReasonTargetNotFound, rep.noTargetMessage())
+		reason, msg := rep.notFound()
+		return c(v1alpha1.ConditionInjected, false, reason, msg)
 	case len(blocked) > 0:
 		return c(v1alpha1.ConditionInjected, false, blocked[0].reason, summarize(blocked)+"; the StatefulSet was left untouched")
 	}

@@ -7,7 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,9 +72,9 @@ func (r *ScratchVolumeReconciler) targets(ctx context.Context, sv *v1alpha1.Scra
 		}
 		return []appsv1.StatefulSet{sts}, nil
 	}
-	sel, err := metav1.LabelSelectorAsSelector(sv.Spec.Target.Selector)
+	sel, err := sv.Spec.Target.Selector.AsSelector()
 	if err != nil {
-		return nil, fmt.Errorf("invalid selector in ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
+		return nil, &invalidSelectorError{err: err}
 	}
 	list := &appsv1.StatefulSetList{}
 	if err := r.List(ctx, list, client.InNamespace(sv.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
@@ -93,7 +92,7 @@ func selects(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) bool {
 	if sv.Spec.Target.Name != "" {
 		return sv.Spec.Target.Name == sts.Name
 	}
-	sel, err := metav1.LabelSelectorAsSelector(sv.Spec.Target.Selector)
+	sel, err := sv.Spec.Target.Selector.AsSelector()
 	return err == nil && !sel.Empty() && sel.Matches(labels.Set(sts.Labels))
 }
 
@@ -154,3 +153,14 @@ type deletionPredicate struct{ predicate.Funcs }
 func (deletionPredicate) Update(e event.UpdateEvent) bool {
 	return e.ObjectNew != nil && !e.ObjectNew.GetDeletionTimestamp().IsZero()
 }
+
+// invalidSelectorError is a selector the API admitted (under an older CRD without the key and
+// value rules) that cannot be parsed. It is the user's to fix: a condition says so, and retrying
+// would only fail the same way.
+type invalidSelectorError struct{ err error }
+
+func (e *invalidSelectorError) Error() string {
+	return fmt.Sprintf("spec.target.selector is invalid: %v; fix it (keys and values must be valid label keys and values)", e.err)
+}
+
+func (e *invalidSelectorError) Unwrap() error { return e.err }

@@ -52,13 +52,13 @@ func TestScratchVolumeDefaults(t *testing.T) {
 	}, {
 		name: "explicit values are kept",
 		spec: dbtunev1alpha1.ScratchVolumeSpec{
-			Target:  dbtunev1alpha1.ScratchTarget{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+			Target:  dbtunev1alpha1.ScratchTarget{Selector: &dbtunev1alpha1.LabelSelector{MatchLabels: map[string]dbtunev1alpha1.LabelValue{"app": "db"}}},
 			Size:    resource.MustParse("2Gi"),
 			Purpose: dbtunev1alpha1.PurposeGeneric,
 			Memory:  dbtunev1alpha1.MemorySpec{Accounting: dbtunev1alpha1.MemoryReserve},
 		},
 		want: dbtunev1alpha1.ScratchVolumeSpec{
-			Target:  dbtunev1alpha1.ScratchTarget{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+			Target:  dbtunev1alpha1.ScratchTarget{Selector: &dbtunev1alpha1.LabelSelector{MatchLabels: map[string]dbtunev1alpha1.LabelValue{"app": "db"}}},
 			Size:    resource.MustParse("2Gi"),
 			Purpose: dbtunev1alpha1.PurposeGeneric,
 			Memory:  dbtunev1alpha1.MemorySpec{Accounting: dbtunev1alpha1.MemoryReserve},

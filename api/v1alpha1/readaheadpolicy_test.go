@@ -10,17 +10,17 @@ func TestSelectsNode(t *testing.T) {
 	db := map[string]string{"role": "db", "zone": "a"}
 	tests := []struct {
 		name    string
-		sel     *metav1.LabelSelector
+		sel     *LabelSelector
 		want    bool
 		wantErr bool
 	}{
 		{name: "no selector picks every node", sel: nil, want: true},
-		{name: "empty selector picks every node", sel: &metav1.LabelSelector{}, want: true},
-		{name: "matching labels", sel: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "db"}}, want: true},
-		{name: "other labels", sel: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "web"}}, want: false},
-		{name: "expression", sel: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: "zone", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"a"}}}}, want: false},
-		{name: "invalid operator", sel: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{name: "empty selector picks every node", sel: &LabelSelector{}, want: true},
+		{name: "matching labels", sel: &LabelSelector{MatchLabels: map[string]LabelValue{"role": "db"}}, want: true},
+		{name: "other labels", sel: &LabelSelector{MatchLabels: map[string]LabelValue{"role": "web"}}, want: false},
+		{name: "expression", sel: &LabelSelector{MatchExpressions: []LabelSelectorRequirement{
+			{Key: "zone", Operator: metav1.LabelSelectorOpNotIn, Values: []LabelValue{"a"}}}}, want: false},
+		{name: "invalid operator", sel: &LabelSelector{MatchExpressions: []LabelSelectorRequirement{
 			{Key: "zone", Operator: "Near"}}}, wantErr: true},
 	}
 	for _, tt := range tests {

@@ -82,7 +82,7 @@ type ReadAheadPolicySpec struct {
 	// NodeSelector picks the nodes by label. Omitted: every node running the agent.
 	//
 	// +optional
-	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	NodeSelector *LabelSelector `json:"nodeSelector,omitempty"`
 
 	// Devices picks the block devices on each selected node.
 	//
@@ -188,7 +188,7 @@ func (p *ReadAheadPolicy) SelectsNode(nodeLabels map[string]string) (bool, error
 	if p.Spec.NodeSelector == nil {
 		return true, nil
 	}
-	s, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
+	s, err := p.Spec.NodeSelector.AsSelector()
 	if err != nil {
 		return false, err
 	}

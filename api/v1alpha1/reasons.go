@@ -19,6 +19,9 @@ const (
 	// ReasonScratchVolumeConflict: another, older ScratchVolume already serves the same container
 	// and purpose, or mounts at the same path.
 	ReasonScratchVolumeConflict = "ScratchVolumeConflict"
+	// ReasonInvalidSelector: spec.target.selector cannot be parsed (stored before the API checked
+	// label keys and values); nothing is selected, injected or reverted until it is fixed.
+	ReasonInvalidSelector = "InvalidSelector"
 )
 
 // Reasons a ScratchVolume cannot be injected into a StatefulSet. Each becomes a condition reason
@@ -35,6 +38,9 @@ const (
 	ReasonInvalidLayout      = "InvalidLayout"
 	ReasonMemoryBudget       = "MemoryLimitTooLow"
 	ReasonInvalidArgs        = "InvalidArgs"
+	// ReasonInvalidSpec: a value the current API refuses (a size that is not a whole number of
+	// bytes or out of bounds, a headroom out of bounds) in an object stored before the rule.
+	ReasonInvalidSpec = "InvalidSpec"
 )
 
 // Reasons of a ScratchVolume's notes: what the user should know about an injection that still

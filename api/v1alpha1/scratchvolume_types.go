@@ -31,6 +31,20 @@ const (
 	DiskFallbackMountPath = "/var/lib/mysql-disk-tmp"
 )
 
+// Bounds of spec.size and spec.memory.headroom. The CRD's rules spell the same values (a test
+// checks that they agree); the controller checks them again for objects stored before the rules
+// existed.
+const (
+	// MinScratchVolumeSize holds the first on-disk internal temporary table: MySQL and MariaDB
+	// move one to disk when it outgrows tmp_table_size, 16Mi by default.
+	MinScratchVolumeSize = "16Mi"
+	// MaxScratchVolumeSize: beyond it a local disk is the better scratch space, and a mistyped
+	// unit (1Ti for 1Gi) must not reach a pod template.
+	MaxScratchVolumeSize = "64Gi"
+	// MaxMemoryHeadroom bounds the memory Validate keeps for the database beside the volume.
+	MaxMemoryHeadroom = "1Ti"
+)
+
 // MySQLFlavor names a MySQL-compatible server distribution.
 //
 // +kubebuilder:validation:Enum=MySQL;MariaDB;PerconaServer;PerconaXtraDBCluster
@@ -121,7 +135,7 @@ type ScratchTarget struct {
 	// not be empty.
 	//
 	// +optional
-	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	Selector *LabelSelector `json:"selector,omitempty"`
 }
 
 // MySQLSpec tunes how a MySQLTmpdir volume is wired into the database. Every field is optional:
@@ -189,10 +203,14 @@ type MemorySpec struct {
 	Accounting MemoryAccounting `json:"accounting,omitempty"`
 
 	// Headroom is the memory, in bytes, that Validate reserves for the database beyond the scratch
-	// volume when the container does not set innodb_buffer_pool_size. Default: 256Mi.
+	// volume when the container does not set innodb_buffer_pool_size. Default: 256Mi. At most 1Ti,
+	// a whole number of bytes.
 	//
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && !quantity(string(self)).isLessThan(quantity('0'))",message="spec.memory.headroom must be a non-negative quantity of bytes such as 256Mi or 1Gi"
+	// +kubebuilder:validation:XValidation:rule="!string(self).endsWith('m')",message="spec.memory.headroom ends in 'm', which means thousandths of a byte: write Mi for mebibytes (256Mi) or M for megabytes (256M)"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isInteger()",message="spec.memory.headroom must be a whole number of bytes, such as 256Mi or 1Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !quantity(string(self)).isGreaterThan(quantity('1Ti'))",message="spec.memory.headroom must be at most 1Ti"
 	Headroom *resource.Quantity `json:"headroom,omitempty"`
 }
 
@@ -204,6 +222,7 @@ type MemorySpec struct {
 // +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)') && !self.contains('//') && (self == '/' || !self.endsWith('/'))",message="must be a clean path: no '.' or '..' segments, no '//', no trailing '/'"
 // +kubebuilder:validation:XValidation:rule="self != '/'",message="must not be the root directory '/'"
 // +kubebuilder:validation:XValidation:rule="!self.matches('^/(proc|sys|dev|etc)(/|$)')",message="must not be /proc, /sys, /dev or /etc or lie under them: those belong to the container runtime"
+// +kubebuilder:validation:XValidation:rule=`!self.matches('[\\x00-\\x20\\x7f"#;:\\x27\\x5c\\x60]')`,message="must not contain whitespace, control characters or any of \" ' ` # ; : \\ : option files and mount tables read them specially"
 type AbsolutePath string
 
 // ConfigPath is a clean absolute path to a configuration directory inside a container; unlike
@@ -215,6 +234,7 @@ type AbsolutePath string
 // +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)') && !self.contains('//') && (self == '/' || !self.endsWith('/'))",message="must be a clean path: no '.' or '..' segments, no '//', no trailing '/'"
 // +kubebuilder:validation:XValidation:rule="self != '/' && self != '/etc'",message="must be a directory of option files such as /etc/mysql/conf.d, not / or /etc"
 // +kubebuilder:validation:XValidation:rule="!self.matches('^/(proc|sys|dev)(/|$)')",message="must not be /proc, /sys or /dev or lie under them"
+// +kubebuilder:validation:XValidation:rule=`!self.matches('[\\x00-\\x20\\x7f"#;:\\x27\\x5c\\x60]')`,message="must not contain whitespace, control characters or any of \" ' ` # ; : \\ : option files and mount tables read them specially"
 type ConfigPath string
 
 // ScratchVolumeSpec is what a user asks for: a RAM volume of a size, for a purpose, in some
@@ -232,11 +252,16 @@ type ScratchVolumeSpec struct {
 
 	// Size is the capacity of the RAM volume in bytes (512Mi, 2Gi, …): the emptyDir's sizeLimit and,
 	// because tmpfs pages are charged to the container's memory cgroup, memory the container must
-	// have. At most 64Gi: beyond it a local disk is the better scratch space, and a mistyped unit
-	// (1Ti for 1Gi) must not reach a pod template.
+	// have. At least 16Mi: MySQL and MariaDB move an internal temporary table to disk when it
+	// outgrows tmp_table_size (16Mi by default), so a smaller volume cannot hold the first one. At
+	// most 64Gi: beyond it a local disk is the better scratch space, and a mistyped unit (1Ti for
+	// 1Gi) must not reach a pod template. A whole number of bytes: 512m is 0.512 bytes.
 	//
 	// +required
 	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.size must be a positive quantity of bytes such as 512Mi or 4Gi"
+	// +kubebuilder:validation:XValidation:rule="!string(self).endsWith('m')",message="spec.size ends in 'm', which means thousandths of a byte (512m is 0.512 bytes): write Mi for mebibytes (512Mi) or M for megabytes (512M)"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isInteger()",message="spec.size must be a whole number of bytes, such as 512Mi or 4Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !quantity(string(self)).isLessThan(quantity('16Mi'))",message="spec.size must be at least 16Mi: the server moves an internal temporary table to disk when it outgrows tmp_table_size (16Mi by default), so a smaller volume fails the first such query with 'No space left on device'"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !quantity(string(self)).isGreaterThan(quantity('64Gi'))",message="spec.size must be at most 64Gi"
 	Size resource.Quantity `json:"size"`
 

@@ -2,6 +2,7 @@ package v1alpha1_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +111,77 @@ var badScratchVolumes = []badCase{
 	{"container name invalid", validScratchVolume, `container: Main_DB`, []string{"spec.container", "must be a container name"}},
 	{"headroom negative", validScratchVolume, `memory: {headroom: -1Gi}`,
 		[]string{"spec.memory.headroom", "must be a non-negative quantity of bytes"}},
+
+	// Sizes a user means differently from what they say.
+	{"size in milli-bytes (512m for 512M)", validScratchVolume, `size: 512m`,
+		[]string{"spec.size", "ends in 'm', which means thousandths of a byte", "write Mi for mebibytes (512Mi) or M for megabytes (512M)"}},
+	{"size below one byte in exponent form", validScratchVolume, `size: "5e-1"`, []string{"spec.size", "must be a whole number of bytes"}},
+	{"size with a fraction of a byte", validScratchVolume, `size: "1.5"`, []string{"spec.size", "must be a whole number of bytes"}},
+	{"size too small for a temporary table", validScratchVolume, `size: 1Ki`, []string{"spec.size", "must be at least 16Mi", "tmp_table_size"}},
+	{"size just below the minimum", validScratchVolume, `size: "16777215"`, []string{"spec.size", "must be at least 16Mi"}},
+	{"headroom in milli-bytes", validScratchVolume, `memory: {headroom: 256m}`,
+		[]string{"spec.memory.headroom", "ends in 'm', which means thousandths of a byte"}},
+	{"headroom with a fraction of a byte", validScratchVolume, `memory: {headroom: "0.5"}`,
+		[]string{"spec.memory.headroom", "must be a whole number of bytes"}},
+	{"headroom in exabytes", validScratchVolume, `memory: {headroom: 8E}`, []string{"spec.memory.headroom", "must be at most 1Ti"}},
+
+	// Paths that an option file, mysqld or a mount table would read differently.
+	{"mountPath with a trailing newline", validScratchVolume, "mountPath: \"/var/lib/mysql-tmp\\n\"",
+		[]string{"spec.mountPath", "must not contain whitespace, control characters"}},
+	{"mountPath with a space", validScratchVolume, `mountPath: "/var/lib/mysql tmp"`, []string{"spec.mountPath", "must not contain whitespace"}},
+	{"mountPath with a tab", validScratchVolume, "mountPath: \"/scratch\\tdir\"", []string{"spec.mountPath", "must not contain whitespace"}},
+	{"mountPath with a comment sign", validScratchVolume, `mountPath: "/scratch#1"`, []string{"spec.mountPath", "# ; :"}},
+	{"mountPath with a colon (tmpdir reads a list)", validScratchVolume, `mountPath: "/a:/b"`, []string{"spec.mountPath", "# ; :"}},
+	{"mountPath with a quote", validScratchVolume, `mountPath: "/scratch'1"`, []string{"spec.mountPath", "option files and mount tables read them specially"}},
+	{"mountPath with a backslash", validScratchVolume, `mountPath: "/scratch\\1"`, []string{"spec.mountPath", "option files and mount tables read them specially"}},
+	{"mountPath with DEL", validScratchVolume, "mountPath: \"/scratch\\x7f\"", []string{"spec.mountPath", "control characters"}},
+	{"dataDir with a semicolon", validScratchVolume, `mysql: {dataDir: "/data;rm"}`, []string{"spec.mysql.dataDir", "must not contain whitespace"}},
+	{"configDir with a space", validScratchVolume, `mysql: {configDir: "/etc/mysql/conf d"}`, []string{"spec.mysql.configDir", "must not contain whitespace"}},
+	{"replicaLoadDir with a newline", validScratchVolume, "mysql: {replicaLoadDir: \"/var/lib/mysql/load\\n\"}",
+		[]string{"spec.mysql.replicaLoadDir", "must not contain whitespace, control characters"}},
+
+	// Label selectors Kubernetes itself would refuse to parse.
+	{"selector value with a space", validScratchVolume, `target: {selector: {matchLabels: {app: "my db"}}}`,
+		[]string{"spec.target.selector.matchLabels[app]", "must be a label value", "no spaces"}},
+	{"selector key invalid", validScratchVolume, `target: {selector: {matchLabels: {"-app": db}}}`,
+		[]string{"spec.target.selector", "every key must be a label key"}},
+	{"selector key with two slashes", validScratchVolume, `target: {selector: {matchLabels: {"a/b/c": db}}}`,
+		[]string{"spec.target.selector", "every key must be a label key"}},
+	{"selector value too long", validScratchVolume, `target: {selector: {matchLabels: {app: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa}}}`,
+		[]string{"spec.target.selector.matchLabels.app", "may not be more than 63 bytes"}},
+	{"selector expression key invalid", validScratchVolume, `target: {selector: {matchExpressions: [{key: "app name", operator: Exists}]}}`,
+		[]string{"spec.target.selector.matchExpressions[0].key", "must be a label key such as app"}},
+	{"selector expression value invalid", validScratchVolume, `target: {selector: {matchExpressions: [{key: app, operator: In, values: ["db!"]}]}}`,
+		[]string{"spec.target.selector.matchExpressions[0].values[0]", "must be a label value"}},
+}
+
+// goodScratchVolumes are edge cases the API must accept: each rule above refuses only what it says.
+var goodScratchVolumes = []struct{ name, patch string }{
+	{"the smallest size", `size: 16Mi`},
+	{"a size in megabytes", `size: 512M`},
+	{"a size in plain bytes", `size: "16777216"`},
+	{"a size in exponent form", `size: "1e9"`},
+	{"the largest size", `size: 64Gi`},
+	{"headroom zero", `memory: {headroom: "0"}`},
+	{"headroom of a terabyte", `memory: {headroom: 1Ti}`},
+	{"paths with dots, dashes, underscores and @", `{mountPath: /srv/scratch_1.tmp-a@b, mysql: {dataDir: /data/my-sql_1, configDir: /etc/my.cnf.d}}`},
+	{"a selector with prefixed keys and empty values", `target: {selector: {matchLabels: {app.kubernetes.io/name: mysql, tier: ""}}}`},
+	{"a selector expression", `target: {selector: {matchExpressions: [{key: app.kubernetes.io/component, operator: In, values: [primary, replica]}]}}`},
+}
+
+func TestAPIServerAcceptsEdgeCases(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := e.Namespace(t)
+	for i, tc := range goodScratchVolumes {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := patched(t, validScratchVolume, tc.patch)
+			obj.SetNamespace(ns)
+			obj.SetName(fmt.Sprintf("good-%d", i))
+			if err := e.Client.Create(ctx(t), obj, client.DryRunAll); err != nil {
+				t.Errorf("the API server refused it: %v", err)
+			}
+		})
+	}
 }
 
 var badReadAheadPolicies = []badCase{
@@ -132,6 +204,12 @@ var badReadAheadPolicies = []badCase{
 	{"device glob empty", validReadAheadPolicy, `devices: {names: [""]}`, []string{"spec.devices.names[0]", "at least 1 chars long"}},
 	{"mount path relative", validReadAheadPolicy, `devices: {mountPaths: [var/lib/mysql]}`,
 		[]string{"spec.devices.mountPaths[0]", "must be an absolute path"}},
+	{"mount path with a space", validReadAheadPolicy, `devices: {mountPaths: ["/var/lib/my sql"]}`,
+		[]string{"spec.devices.mountPaths[0]", "must not contain whitespace"}},
+	{"node selector value with a space", validReadAheadPolicy, `nodeSelector: {matchLabels: {role: "data base"}}`,
+		[]string{"spec.nodeSelector.matchLabels[role]", "must be a label value"}},
+	{"node selector key invalid", validReadAheadPolicy, `nodeSelector: {matchLabels: {"role!": db}}`,
+		[]string{"spec.nodeSelector", "every key must be a label key"}},
 	{"priority out of range", validReadAheadPolicy, `priority: 5000`, []string{"spec.priority", "less than or equal to 1000"}},
 }
 
@@ -185,13 +263,25 @@ func TestPurposeIsImmutable(t *testing.T) {
 
 func expectRejected(t *testing.T, e *testenv.Env, ns string, tc badCase) {
 	t.Helper()
-	obj := decode(t, tc.base)
-	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
-	var patch map[string]any
-	if err := yaml.Unmarshal([]byte(tc.patch), &patch); err != nil {
-		t.Fatalf("bad patch %q: %v", tc.patch, err)
+	obj := patched(t, tc.base, tc.patch)
+	obj.SetNamespace(namespaceFor(obj, ns))
+	err := e.Client.Create(ctx(t), obj)
+	if err == nil {
+		_ = e.Client.Delete(context.Background(), obj)
 	}
-	for k, v := range patch {
+	assertInvalid(t, err, tc.want)
+}
+
+// patched is base with patch merged into its spec: a key set to nil removes it.
+func patched(t *testing.T, base, patch string) *unstructured.Unstructured {
+	t.Helper()
+	obj := decode(t, base)
+	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+	var fields map[string]any
+	if err := yaml.Unmarshal([]byte(patch), &fields); err != nil {
+		t.Fatalf("bad patch %q: %v", patch, err)
+	}
+	for k, v := range fields {
 		if v == nil {
 			delete(spec, k)
 			continue
@@ -199,12 +289,7 @@ func expectRejected(t *testing.T, e *testenv.Env, ns string, tc badCase) {
 		spec[k] = v
 	}
 	obj.Object["spec"] = spec
-	obj.SetNamespace(namespaceFor(obj, ns))
-	err := e.Client.Create(ctx(t), obj)
-	if err == nil {
-		_ = e.Client.Delete(context.Background(), obj)
-	}
-	assertInvalid(t, err, tc.want)
+	return obj
 }
 
 func assertInvalid(t *testing.T, err error, want []string) {

@@ -25,13 +25,13 @@ func memoryBudget(sv *v1alpha1.ScratchVolume, c *corev1.Container) (reserve *res
 		if !hasReq && !hasLim {
 			return nil, Note{Reason: v1alpha1.ReasonNoMemoryLimit, Message: fmt.Sprintf(
 				"container %s sets no memory request or limit, so there is nothing to reserve the %s in; set them, and the volume is added to both",
-				c.Name, size.String())}, nil
+				c.Name, formatBytes(size))}, nil
 		}
 		return &size, Note{Reason: v1alpha1.ReasonMemoryReserved, Message: fmt.Sprintf(
-			"%s added to the memory request and limit of container %s", size.String(), c.Name)}, nil
+			"%s added to the memory request and limit of container %s", formatBytes(size), c.Name)}, nil
 	case v1alpha1.MemoryIgnore:
 		return nil, Note{Reason: v1alpha1.ReasonMemoryNotAccounted, Message: fmt.Sprintf(
-			"memory accounting is off: up to %s of tmpfs pages count against container %s's memory limit", size.String(), c.Name)}, nil
+			"memory accounting is off: up to %s of tmpfs pages count against container %s's memory limit", formatBytes(size), c.Name)}, nil
 	}
 	limit, hasLimit := c.Resources.Limits[corev1.ResourceMemory]
 	if !hasLimit {
@@ -48,10 +48,10 @@ func memoryBudget(sv *v1alpha1.ScratchVolume, c *corev1.Container) (reserve *res
 		short.Sub(limit)
 		return nil, Note{}, problemf(v1alpha1.ReasonMemoryBudget,
 			"container %s has a %s memory limit but needs at least %s (%s): raise the limit by %s, lower spec.size, or set spec.memory.accounting: Reserve",
-			c.Name, limit.String(), need.String(), breakdown, short.String())
+			c.Name, formatBytes(limit), formatBytes(need), breakdown, formatBytes(short))
 	}
 	return nil, Note{Reason: v1alpha1.ReasonMemoryBudgetCovered, Message: fmt.Sprintf(
-		"container %s's %s memory limit covers %s (%s)", c.Name, limit.String(), need.String(), breakdown)}, nil
+		"container %s's %s memory limit covers %s (%s)", c.Name, formatBytes(limit), formatBytes(need), breakdown)}, nil
 }
 
 // memoryNeed is size + buffer pool (when the args set one) + headroom, with a readable breakdown.
@@ -61,7 +61,7 @@ func memoryNeed(sv *v1alpha1.ScratchVolume, c *corev1.Container) (resource.Quant
 		headroom = sv.Spec.Memory.Headroom.DeepCopy()
 	}
 	need := sv.Spec.Size.DeepCopy()
-	breakdown := need.String() + " scratch volume"
+	breakdown := formatBytes(need) + " scratch volume"
 	if sv.Spec.Purpose == v1alpha1.PurposeMySQLTmpdir {
 		pool, found, err := mysql.BufferPoolSize(append(append([]string{}, c.Command...), c.Args...))
 		if err != nil {
@@ -70,10 +70,10 @@ func memoryNeed(sv *v1alpha1.ScratchVolume, c *corev1.Container) (resource.Quant
 		if found {
 			q := *resource.NewQuantity(pool, resource.BinarySI)
 			need.Add(q)
-			breakdown += " + " + q.String() + " innodb_buffer_pool_size"
+			breakdown += " + " + formatBytes(q) + " innodb_buffer_pool_size"
 		}
 	}
 	need.Add(headroom)
-	breakdown += " + " + headroom.String() + " headroom"
+	breakdown += " + " + formatBytes(headroom) + " headroom"
 	return need, breakdown, nil
 }

@@ -64,6 +64,9 @@ type Plan struct {
 // whatever is already injected), so planning an injected StatefulSet gives the same plan again. The
 // error is a *Problem when the user must change something.
 func NewPlan(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) (*Plan, error) {
+	if err := checkSpec(sv); err != nil {
+		return nil, err
+	}
 	user := sts.DeepCopy()
 	user.Spec.Template = Strip(user.Spec.Template)
 	pod := &user.Spec.Template.Spec

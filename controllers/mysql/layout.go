@@ -130,7 +130,7 @@ func (l Layout) Validate(p Profile) error {
 		}
 	}
 	for _, h := range l.HiddenDirs {
-		if h == "" || h == "." || h == ".." || strings.ContainsRune(h, '/') || !safePath(h) {
+		if h == "" || h == "." || h == ".." || strings.ContainsRune(h, '/') || !v1alpha1.IsSafePath(h) {
 			errs = append(errs, fmt.Errorf("hidden directory %q: must be a plain directory name", h))
 		}
 	}
@@ -171,16 +171,8 @@ func checkDir(dir string, required bool) error {
 		return nil
 	case !path.IsAbs(dir) || path.Clean(dir) != dir || dir == "/":
 		return fmt.Errorf("%q must be a clean absolute path other than /", dir)
-	case !safePath(dir):
+	case !v1alpha1.IsSafePath(dir):
 		return fmt.Errorf("%q contains whitespace, quotes, ':', '#', ';', '\\' or control characters", dir)
 	}
 	return nil
-}
-
-// safePath rejects what an option file would cut or reinterpret (comment starts, quotes,
-// escapes, surrounding whitespace) and ':' (tmpdir reads a colon-separated list).
-func safePath(s string) bool {
-	return !strings.ContainsFunc(s, func(r rune) bool {
-		return r <= ' ' || r == 0x7f || strings.ContainsRune("\"'`#;:\\", r)
-	})
 }

@@ -264,7 +264,7 @@ func (a *agent) policy(t *testing.T, name string, kib int64, names ...string) *v
 	p := &v1alpha1.ReadAheadPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: a.label + "-" + name},
 		Spec: v1alpha1.ReadAheadPolicySpec{
-			NodeSelector: a.selector(), ReadAheadKiB: kib,
+			NodeSelector: readaheadtest.FromMeta(a.selector()), ReadAheadKiB: kib,
 		},
 	}
 	for _, n := range names {

@@ -40,9 +40,32 @@ func CreatedAt(t time.Time) PolicyOption {
 	return func(p *v1alpha1.ReadAheadPolicy) { p.CreationTimestamp = metav1.NewTime(t) }
 }
 
-// NodeSelector sets spec.nodeSelector.
+// NodeSelector sets spec.nodeSelector, written as the metav1.LabelSelector the API's JSON mirrors.
 func NodeSelector(sel *metav1.LabelSelector) PolicyOption {
-	return func(p *v1alpha1.ReadAheadPolicy) { p.Spec.NodeSelector = sel }
+	return func(p *v1alpha1.ReadAheadPolicy) { p.Spec.NodeSelector = FromMeta(sel) }
+}
+
+// FromMeta converts a metav1.LabelSelector into the API's LabelSelector, with no checks: tests
+// use it to build selectors the API server would refuse, too.
+func FromMeta(sel *metav1.LabelSelector) *v1alpha1.LabelSelector {
+	if sel == nil {
+		return nil
+	}
+	out := &v1alpha1.LabelSelector{}
+	for k, v := range sel.MatchLabels {
+		if out.MatchLabels == nil {
+			out.MatchLabels = map[string]v1alpha1.LabelValue{}
+		}
+		out.MatchLabels[k] = v1alpha1.LabelValue(v)
+	}
+	for _, r := range sel.MatchExpressions {
+		req := v1alpha1.LabelSelectorRequirement{Key: v1alpha1.LabelKey(r.Key), Operator: r.Operator}
+		for _, v := range r.Values {
+			req.Values = append(req.Values, v1alpha1.LabelValue(v))
+		}
+		out.MatchExpressions = append(out.MatchExpressions, req)
+	}
+	return out
 }
 
 // MountPaths adds devices selected by what is mounted on them.
