@@ -72,6 +72,10 @@ k8s-binaries: ## Build the Kubernetes binaries the tests need (cached in bin/k8s
 k8s-binaries-all: ## Also build kube-controller-manager, kube-scheduler, kubectl and kwok.
 	$(K8S_BINARIES) all
 
+.PHONY: k8s-binaries-node
+k8s-binaries-node: ## Build a real node's kubelet, containerd, containerd-shim-runc-v2 and ctr (not part of k8s-binaries-all).
+	$(K8S_BINARIES) node
+
 .PHONY: test
 test: k8s-binaries ## Run every test: unit, envtest against a real API server, and the root-only ones.
 	KUBEBUILDER_ASSETS="$$($(K8S_BINARIES) --print-dir)" go test $(GOTEST_FLAGS) ./...
@@ -79,6 +83,15 @@ test: k8s-binaries ## Run every test: unit, envtest against a real API server, a
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no API server, no root).
 	go test $(GOTEST_FLAGS) -short ./...
+
+# test/realnode carries the build tag realnode, so `go test ./...` (make test) compiles none of it;
+# this target is the only one that runs it. It changes the machine (kernel settings, cgroups, mounts,
+# a bridge) and restores it, so it needs root, and Debian's runc, containernetworking-plugins and
+# busybox-static (.ci/run installs them).
+.PHONY: test-realnode
+test-realnode: ## Run the real-node tests: containerd and a kubelet beside the local control plane (as root).
+	$(K8S_BINARIES) all node
+	go test $(GOTEST_FLAGS) -tags realnode ./test/realnode/...
 
 ##@ Build
 

@@ -6,11 +6,15 @@
 #   hack/k8s-binaries.sh               build the envtest set: kube-apiserver, etcd
 #   hack/k8s-binaries.sh all           also kube-controller-manager, kube-scheduler,
 #                                      kubectl and kwok (with kwok-stages.yaml)
+#   hack/k8s-binaries.sh node          a real node: kubelet, and containerd,
+#                                      containerd-shim-runc-v2 and ctr (not in all)
 #   hack/k8s-binaries.sh NAME...       build only the named binaries
 #   hack/k8s-binaries.sh --print-dir   print the output directory, build nothing
+#   hack/k8s-binaries.sh --print-containerd-dir
+#                                      print containerd's directory, build nothing
 #
-# Binaries that already exist in the output directory are not rebuilt. The
-# output directory is printed on stdout at the end, so that
+# Binaries that already exist in their output directory are not rebuilt. The
+# Kubernetes output directory is printed on stdout at the end, so that
 #   KUBEBUILDER_ASSETS=$(hack/k8s-binaries.sh)
 # works. Progress goes to stderr.
 set -euo pipefail
@@ -20,19 +24,28 @@ set -euo pipefail
 KUBERNETES_VERSION=v1.37.2
 ETCD_VERSION=v3.7.3
 KWOK_VERSION=v0.8.0
+CONTAINERD_VERSION=v2.4.2
 
 ROOT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MODULES_DIR="${ROOT_DIR}/hack/k8s"
 BIN_DIR="${ROOT_DIR}/bin/k8s/k8s-${KUBERNETES_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}"
+# containerd has a folder of its own beside BIN_DIR, keyed by its own version, so
+# that the control-plane folder keeps its name (and its cache) whatever
+# containerd is pinned to. kubelet is a Kubernetes binary and goes in BIN_DIR.
+CONTAINERD_DIR="${ROOT_DIR}/bin/k8s/containerd-${CONTAINERD_VERSION}"
 
 ENVTEST_SET=(kube-apiserver etcd)
 ALL_SET=(kube-apiserver etcd kube-controller-manager kube-scheduler kubectl kwok)
+# A real node is a separate set, not part of all: it takes minutes to build
+# and only the real-node tests need it.
+CONTAINERD_SET=(containerd containerd-shim-runc-v2 ctr)
+NODE_SET=(kubelet "${CONTAINERD_SET[@]}")
 
 export GOWORK=off
 export CGO_ENABLED=0
 
 usage() {
-	sed -n '2,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '2,19s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 }
 
 log() {
@@ -71,20 +84,26 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# new_tmp_dir creates a scratch directory next to the outputs (same file
-# system, so the final mv is an atomic rename) and stores it in TMP.
+# new_tmp_dir [DIR] creates a scratch directory next to the outputs in DIR
+# (default BIN_DIR; same file system, so the final mv is an atomic rename) and
+# stores it in TMP.
 new_tmp_dir() {
-	TMP="$(mktemp -d "${BIN_DIR}/.build.XXXXXX")"
+	TMP="$(mktemp -d "${1:-${BIN_DIR}}/.build.XXXXXX")"
 	TMP_DIRS+=("${TMP}")
 }
 
 # install_from TMP NAME... moves built files into the output directory.
 install_from() {
-	local tmp="$1" name
-	shift
+	install_into "${BIN_DIR}" "$@"
+}
+
+# install_into DIR TMP NAME... moves built files into DIR.
+install_into() {
+	local dir="$1" tmp="$2" name
+	shift 2
 	for name in "$@"; do
 		chmod 0755 "${tmp}/${name}"
-		mv -f "${tmp}/${name}" "${BIN_DIR}/${name}"
+		mv -f "${tmp}/${name}" "${dir}/${name}"
 	done
 }
 
@@ -133,6 +152,25 @@ build_kwok() {
 	install_from "${TMP}" kwok
 }
 
+# build_containerd NAME... builds containerd commands into CONTAINERD_DIR in one
+# go build, so that the code they share compiles once. Without cgo the btrfs
+# snapshotter drops out and devmapper is skipped at run time, which a test node
+# does not miss; the binaries are static, like the others here.
+build_containerd() {
+	local dir="${MODULES_DIR}/containerd" name pkgs=() pkg="github.com/containerd/containerd/v2"
+	check_pin "${dir}" "${pkg}" "${CONTAINERD_VERSION}"
+	for name in "$@"; do
+		pkgs+=("${pkg}/cmd/${name}")
+	done
+	log "building $* (${pkg} ${CONTAINERD_VERSION}), this takes a few minutes on a cold cache…"
+	# Stamp the version the way containerd's Makefile does, so --version reports it.
+	local ldflags="-s -w -X ${pkg}/version.Version=${CONTAINERD_VERSION}"
+	ldflags+=" -X ${pkg}/version.Package=github.com/containerd/containerd -X ${pkg}/version.Revision="
+	new_tmp_dir "${CONTAINERD_DIR}"
+	(cd "${dir}" && go build -mod=readonly -trimpath -ldflags="${ldflags}" -o "${TMP}/" "${pkgs[@]}")
+	install_into "${CONTAINERD_DIR}" "${TMP}" "$@"
+}
+
 # write_kwok_stages collects the Stage objects kwok needs (it exits with "no
 # stages found" without them) from the module source: nodes become Ready at
 # once and keep a heartbeat, pods become Running at once.
@@ -175,17 +213,24 @@ main() {
 			echo "${BIN_DIR}"
 			return 0
 			;;
+		--print-containerd-dir)
+			[[ $# -eq 1 ]] || die "--print-containerd-dir takes no other arguments"
+			echo "${CONTAINERD_DIR}"
+			return 0
+			;;
 		-h | --help)
 			usage
 			return 0
 			;;
 		all) targets+=("${ALL_SET[@]}") ;;
-		kube-apiserver | kube-controller-manager | kube-scheduler | kubectl | etcd | kwok)
+		node) targets+=("${NODE_SET[@]}") ;;
+		kube-apiserver | kube-controller-manager | kube-scheduler | kubectl | kubelet | etcd | kwok | \
+			containerd | containerd-shim-runc-v2 | ctr)
 			targets+=("${arg}")
 			;;
 		*)
 			usage
-			die "unknown binary '${arg}' (known: ${ALL_SET[*]})"
+			die "unknown binary '${arg}' (known: ${ALL_SET[*]} ${NODE_SET[*]}; sets: all, node)"
 			;;
 		esac
 	done
@@ -194,7 +239,7 @@ main() {
 	mkdir -p "${BIN_DIR}"
 
 	# Keep the targets that are not built yet, once each.
-	local kube=() etcd=0 kwok=0 stages=0 seen=" " t
+	local kube=() ctrd=() etcd=0 kwok=0 stages=0 seen=" " t
 	for t in "${targets[@]}"; do
 		[[ "${seen}" == *" ${t} "* ]] && continue
 		seen+="${t} "
@@ -204,6 +249,9 @@ main() {
 			[[ -s "${BIN_DIR}/kwok-stages.yaml" ]] || stages=1
 			;;
 		etcd) [[ -x "${BIN_DIR}/etcd" ]] || etcd=1 ;;
+		containerd | containerd-shim-runc-v2 | ctr)
+			[[ -x "${CONTAINERD_DIR}/${t}" ]] || ctrd+=("${t}")
+			;;
 		*) [[ -x "${BIN_DIR}/${t}" ]] || kube+=("${t}") ;;
 		esac
 	done
@@ -212,6 +260,10 @@ main() {
 	if [[ ${etcd} -eq 1 ]]; then build_etcd; fi
 	if [[ ${kwok} -eq 1 ]]; then build_kwok; fi
 	if [[ ${stages} -eq 1 ]]; then write_kwok_stages; fi
+	if [[ ${#ctrd[@]} -gt 0 ]]; then
+		mkdir -p "${CONTAINERD_DIR}"
+		build_containerd "${ctrd[@]}"
+	fi
 
 	echo "${BIN_DIR}"
 }

@@ -35,6 +35,8 @@ type entry struct {
 	uid      int
 	dir      bool
 	contents []byte
+	// link, when set, makes the entry a symbolic link to this target.
+	link string
 }
 
 // baseEntries are what every image shares: the same bytes give the same layer digest, so a node
@@ -87,9 +89,12 @@ func header(e entry, created time.Time) *tar.Header {
 		Name: e.path, Mode: e.mode, Uid: e.uid, Gid: e.uid, ModTime: created,
 		Uname: userName(e.uid), Gname: userName(e.uid),
 	}
-	if e.dir {
+	switch {
+	case e.dir:
 		h.Typeflag = tar.TypeDir
-	} else {
+	case e.link != "":
+		h.Typeflag, h.Linkname = tar.TypeSymlink, e.link
+	default:
 		h.Typeflag, h.Size = tar.TypeReg, int64(len(e.contents))
 	}
 	return h

@@ -8,6 +8,9 @@
 //	oci/<image>/                  an OCI image layout holding the multi-platform index, for pushing
 //	                              every platform at once (skopeo copy --all, crane push --index)
 //
+// With -pause BUSYBOX it builds only <out>/pause.tar instead: a static busybox that sleeps forever,
+// the sandbox and test image of a local test node (test/realnode).
+//
 // It lives in a module of its own so that go-containerregistry never enters the product's
 // dependency graph. Run it through `make images`.
 package main
@@ -52,6 +55,9 @@ type options struct {
 	registry  string
 	platforms []platform
 	created   time.Time
+	// pause is the static busybox to build the local test node's pause image from; when set, that
+	// image is the only one built.
+	pause string
 }
 
 func main() {
@@ -78,6 +84,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.version, "version", "dev", "version compiled into the binaries (main.version), the image tag and label")
 	fs.StringVar(&o.revision, "revision", "", "source revision for the org.opencontainers.image.revision label")
 	fs.StringVar(&o.registry, "registry", "dbtune", "registry and namespace the image names start with")
+	fs.StringVar(&o.pause, "pause", "", "build only the pause image of a local test node (test/realnode) from this static busybox\n(Debian's busybox-static: /bin/busybox), as <out>/pause.tar")
 	fs.StringVar(&platforms, "platforms", "linux/amd64,linux/arm64", "comma-separated os/arch list to build")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -110,6 +117,9 @@ func sourceDateEpoch(s string) (time.Time, error) {
 }
 
 func run(ctx context.Context, o *options) error {
+	if o.pause != "" {
+		return buildPause(o, o.pause)
+	}
 	repo, err := filepath.Abs(o.repo)
 	if err != nil {
 		return err

@@ -33,6 +33,7 @@ type Cluster struct {
 	dir       string
 	removeDir bool
 	config    *rest.Config
+	certs     *pki
 
 	mu       sync.Mutex
 	state    State
@@ -188,6 +189,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 	if err != nil {
 		return fmt.Errorf("failed to create certificates: %w", err)
 	}
+	c.certs = certs
 	ports, err := freePorts(1)
 	if err != nil {
 		return err
@@ -202,6 +204,9 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 		"--endpoint-reconciler-type=none",
 		"--tls-cert-file=" + certs.servingCert, "--tls-private-key-file=" + certs.servingKey,
 		"--client-ca-file=" + certs.caFile,
+		// Fake nodes never see it; a real kubelet (test/realnode) checks it for logs and exec.
+		"--kubelet-client-certificate=" + certs.kubeletClientCert,
+		"--kubelet-client-key=" + certs.kubeletClientKey,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + certs.saPublic,
 		"--service-account-signing-key-file=" + certs.saPrivate,
@@ -370,6 +375,20 @@ func (c *Cluster) Stop() error {
 
 // Config returns a copy of the admin's client configuration (member of system:masters).
 func (c *Cluster) Config() *rest.Config { return rest.CopyConfig(c.config) }
+
+// CAFile returns the path of the cluster's CA certificate (PEM): the API server's client CA and the
+// issuer of its serving certificate, so a kubelet trusts it for both.
+func (c *Cluster) CAFile() string { return c.certs.caFile }
+
+// IssueClientCertificate returns a client certificate and its key (PEM) for user in groups, signed
+// by the cluster's CA: for example system:node:<name> in system:nodes for a real kubelet. What the
+// user may do is up to RBAC.
+func (c *Cluster) IssueClientCertificate(user string, groups ...string) (certPEM, keyPEM []byte, err error) {
+	if c.certs == nil {
+		return nil, nil, errors.New("the cluster has no certificates yet")
+	}
+	return c.certs.issueClient(user, groups)
+}
 
 // Kubeconfig returns the path of the admin kubeconfig.
 func (c *Cluster) Kubeconfig() string { return filepath.Join(c.dir, kubeconfigFile) }

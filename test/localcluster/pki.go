@@ -23,6 +23,14 @@ type pki struct {
 	servingCert, servingKey string // paths
 	caFile                  string
 	saPublic, saPrivate     string
+	// kubeletClientCert and kubeletClientKey (paths) are what the API server presents to kubelets
+	// for logs, exec and port-forward; a real kubelet trusts caFile for client certificates.
+	kubeletClientCert, kubeletClientKey string
+
+	// The CA stays in memory so that clients added later (a real node's kubelet) get certificates
+	// the API server trusts; it is never written to disk.
+	ca    *x509.Certificate
+	caKey crypto.Signer
 }
 
 // certValidity covers a demo left running over a long weekend; the files are recreated at each start.
@@ -68,6 +76,16 @@ func newPKI(dir string) (*pki, error) {
 		return nil, err
 	}
 
+	// The API server's identity towards kubelets: system:masters, so that a kubelet authorizing
+	// through the API server (webhook mode) lets it read logs and exec.
+	kubeletClient := template("kube-apiserver-kubelet-client")
+	kubeletClient.Subject.Organization = []string{"system:masters"}
+	kubeletClient.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	kubeletClientCert, kubeletClientKey, err := issue(kubeletClient, ca, caKey)
+	if err != nil {
+		return nil, err
+	}
+
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -90,19 +108,35 @@ func newPKI(dir string) (*pki, error) {
 		servingKey:  filepath.Join(dir, "apiserver.key"),
 		saPublic:    filepath.Join(dir, "sa.pub"),
 		saPrivate:   filepath.Join(dir, "sa.key"),
+
+		kubeletClientCert: filepath.Join(dir, "apiserver-kubelet-client.crt"),
+		kubeletClientKey:  filepath.Join(dir, "apiserver-kubelet-client.key"),
+		ca:                ca,
+		caKey:             caKey,
 	}
 	for path, data := range map[string][]byte{
-		p.caFile:      p.caCert,
-		p.servingCert: servingCert,
-		p.servingKey:  servingKey,
-		p.saPublic:    pemBlock("PUBLIC KEY", saPublicDER),
-		p.saPrivate:   saPrivate,
+		p.caFile:            p.caCert,
+		p.servingCert:       servingCert,
+		p.servingKey:        servingKey,
+		p.saPublic:          pemBlock("PUBLIC KEY", saPublicDER),
+		p.saPrivate:         saPrivate,
+		p.kubeletClientCert: kubeletClientCert,
+		p.kubeletClientKey:  kubeletClientKey,
 	} {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return nil, err
 		}
 	}
 	return p, nil
+}
+
+// issueClient issues a client certificate for user in groups (the subject's organizations, which
+// the API server reads as group names).
+func (p *pki) issueClient(user string, groups []string) (certPEM, keyPEM []byte, err error) {
+	tmpl := template(user)
+	tmpl.Subject.Organization = groups
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	return issue(tmpl, p.ca, p.caKey)
 }
 
 func template(commonName string) *x509.Certificate {

@@ -84,6 +84,10 @@ func (p *Process) Alive() bool {
 	return err == nil && ticks == p.StartTicks
 }
 
+// Stop stops the process like Stop of the cluster does: SIGTERM to its process group, SIGKILL when it
+// does not exit in time. It works from any process, with a Process read back from a state file too.
+func (p *Process) Stop() error { return p.stop() }
+
 // stop sends SIGTERM to the process group, waits, and kills the group when it does not exit in time.
 func (p *Process) stop() error {
 	if !p.Alive() {
