@@ -11,6 +11,10 @@
 // With -pause BUSYBOX it builds only <out>/pause.tar instead: a static busybox that sleeps forever,
 // the sandbox and test image of a local test node (test/realnode).
 //
+// With -mariadb it builds only <out>/mariadb.tar instead: MariaDB from the Debian archive of this
+// machine's release, installed by mmdebstrap (cached under <out>/rootfs), with the project's own
+// start script as entrypoint: the database image of a local test node.
+//
 // It lives in a module of its own so that go-containerregistry never enters the product's
 // dependency graph. Run it through `make images`.
 package main
@@ -58,6 +62,8 @@ type options struct {
 	// pause is the static busybox to build the local test node's pause image from; when set, that
 	// image is the only one built.
 	pause string
+	// mariadb builds only the MariaDB test image of a local test node, from Debian's archive.
+	mariadb bool
 }
 
 func main() {
@@ -85,6 +91,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.revision, "revision", "", "source revision for the org.opencontainers.image.revision label")
 	fs.StringVar(&o.registry, "registry", "dbtune", "registry and namespace the image names start with")
 	fs.StringVar(&o.pause, "pause", "", "build only the pause image of a local test node (test/realnode) from this static busybox\n(Debian's busybox-static: /bin/busybox), as <out>/pause.tar")
+	fs.BoolVar(&o.mariadb, "mariadb", false, "build only the MariaDB test image of a local test node (test/realnode) from the Debian archive\nwith mmdebstrap, as <out>/mariadb.tar; the root file system is cached under <out>/rootfs")
 	fs.StringVar(&platforms, "platforms", "linux/amd64,linux/arm64", "comma-separated os/arch list to build")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -119,6 +126,9 @@ func sourceDateEpoch(s string) (time.Time, error) {
 func run(ctx context.Context, o *options) error {
 	if o.pause != "" {
 		return buildPause(o, o.pause)
+	}
+	if o.mariadb {
+		return buildMariaDB(ctx, o)
 	}
 	repo, err := filepath.Abs(o.repo)
 	if err != nil {

@@ -149,6 +149,11 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 			"--config=" + filepath.Join(c.opts.BinDir, "kwok-stages.yaml"),
 		}},
 	}
+	if c.opts.ServiceAccountTokens {
+		// The root-ca-cert-publisher writes this CA into every namespace's kube-root-ca.crt, which
+		// a pod's projected service-account volume includes.
+		components[0].args = append(components[0].args, "--root-ca-file="+c.certs.caFile)
+	}
 	for _, comp := range components {
 		c.opts.Logf("starting %s", comp.name)
 		if _, err := c.start(comp.name, filepath.Join(c.opts.BinDir, comp.name), append(kubeconfig, comp.args...), nil); err != nil {
@@ -184,6 +189,15 @@ func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
 	return clientURL, err
 }
 
+// admissionFlags turn the ServiceAccount admission plugin off, unless pods are to get tokens.
+func admissionFlags(serviceAccountTokens bool) []string {
+	if serviceAccountTokens {
+		return nil
+	}
+	// Pods would otherwise need service-account tokens, which no fake node can mount.
+	return []string{"--disable-admission-plugins=ServiceAccount"}
+}
+
 func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 	certs, err := newPKI(filepath.Join(c.dir, "pki"))
 	if err != nil {
@@ -196,7 +210,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 	}
 	host := "https://127.0.0.1:" + strconv.Itoa(ports[0])
 	c.opts.Logf("starting kube-apiserver")
-	p, err := c.start("kube-apiserver", filepath.Join(c.opts.BinDir, "kube-apiserver"), []string{
+	p, err := c.start("kube-apiserver", filepath.Join(c.opts.BinDir, "kube-apiserver"), append([]string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[0]),
 		// The endpoint reconciler refuses a loopback address: the in-cluster `kubernetes` Service
@@ -212,10 +226,8 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 		"--service-account-signing-key-file=" + certs.saPrivate,
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--authorization-mode=RBAC",
-		// Pods would otherwise need service-account tokens, which nothing here can mount anyway.
-		"--disable-admission-plugins=ServiceAccount",
 		"--allow-privileged=true",
-	}, nil)
+	}, admissionFlags(c.opts.ServiceAccountTokens)...), nil)
 	if err != nil {
 		return err
 	}

@@ -95,6 +95,12 @@ type Options struct {
 	// StartTimeout bounds the wait for each component to become ready (default 2 minutes: a busy
 	// two-core machine can take tens of seconds to bring the API server up).
 	StartTimeout time.Duration
+	// ServiceAccountTokens turns the ServiceAccount admission plugin on, so that pods get a
+	// projected service-account token (signed by the API server's key, through the TokenRequest
+	// API) and the kube-root-ca.crt ConfigMap that comes with it: for pods on a real node
+	// (test/realnode) that talk to the API server as their ServiceAccount, so RBAC applies to
+	// them. Off by default: fake nodes mount nothing, and the legacy token controller stays off.
+	ServiceAccountTokens bool
 	// Logf reports progress; nil discards it.
 	Logf func(format string, args ...any)
 }

@@ -10,6 +10,8 @@
 // the next Start undoes them first. Only one real node runs on a machine at a time.
 //
 // Everything needs root, the binaries of `hack/k8s-binaries.sh node` and Debian's runc,
-// containernetworking-plugins and busybox-static. The files carry the build tag realnode, so that
-// `go test ./...` compiles none of it: run `make test-realnode`.
+// containernetworking-plugins and busybox-static; the MariaDB test also needs mmdebstrap the first
+// time, to build its image from Debian's archive (hack/images -mariadb, cached under
+// bin/images/rootfs). The files carry the build tag realnode, so that `go test ./...` compiles none
+// of it: run `make test-realnode`.
 package realnode

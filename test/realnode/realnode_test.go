@@ -74,9 +74,19 @@ func requireFile(t *testing.T, path, fix string) {
 // startCluster starts a control plane with two fake nodes, stopped when the test ends.
 func startCluster(ctx context.Context, t *testing.T, e env, dir string) *localcluster.Cluster {
 	t.Helper()
-	c, err := localcluster.Start(ctx, localcluster.Options{
+	return startClusterWith(ctx, t, e, dir, nil)
+}
+
+// startClusterWith is startCluster with options changed by change.
+func startClusterWith(ctx context.Context, t *testing.T, e env, dir string, change func(*localcluster.Options)) *localcluster.Cluster {
+	t.Helper()
+	opts := localcluster.Options{
 		BinDir: e.binDir, Dir: dir, Nodes: localcluster.DefaultNodes(2), Logf: t.Logf,
-	})
+	}
+	if change != nil {
+		change(&opts)
+	}
+	c, err := localcluster.Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
