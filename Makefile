@@ -142,6 +142,24 @@ images: ## Build OCI image tarballs of the manager and node agent into bin/image
 	go -C hack/images run . -repo ../.. -out ../../bin/images -version $(VERSION) -registry $(IMAGE_REGISTRY) \
 		-platforms $(PLATFORMS) -revision "$(REVISION)"
 
+# The MariaDB test image of test/realnode: Debian's mariadb-server installed by mmdebstrap from the
+# machine's own Debian release (root, apt-get install mmdebstrap). The root file system is cached under
+# bin/images/rootfs, keyed by the package versions; only the first build takes minutes.
+.PHONY: images-mariadb
+images-mariadb: ## Build the MariaDB test image (Debian packages, mmdebstrap) into bin/images/mariadb.tar (as root).
+	go -C hack/images run . -mariadb -out ../../bin/images
+
 .PHONY: docs-api
 docs-api: ## Generate the API reference docs/api.md from the Go types' comments and markers.
 	go run ./hack/apidocs -out docs/api.md ./api/v1alpha1
+
+##@ Fuzzing
+
+# make test runs the fuzz target's seeds, its corpus in test/admission/testdata/fuzz and a few hundred
+# generated specs; this explores further. Every input costs several API server calls, so minimizing
+# each new interesting input is capped at FUZZMINIMIZETIME (Go's default, 60s, would take most of the
+# run); -timeout 0 because go test's default 10m would end a longer FUZZTIME.
+.PHONY: fuzz
+fuzz: k8s-binaries ## Fuzz ScratchVolume specs through the API server and the controller's planning (FUZZTIME=5m).
+	KUBEBUILDER_ASSETS="$$($(K8S_BINARIES) --print-dir)" go test ./test/admission/ -run '^$$' -fuzz FuzzAdmittedSpecsArePlannedFaithfully \
+		-fuzztime $${FUZZTIME:-5m} -fuzzminimizetime $${FUZZMINIMIZETIME:-10s} -timeout 0
