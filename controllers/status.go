@@ -30,12 +30,12 @@ type report struct {
 	targetsFound int
 	// invalidSelector says why spec.target.selector cannot be parsed, when it cannot.
 	invalidSelector string
-	targets      []v1alpha1.ScratchTargetStatus
-	cms          map[string]bool
-	problems     []finding // blocked targets
-	memory       []finding // memory notes and problems
-	notes        []finding // other notes
-	rollout      []finding // targets not rolled out yet
+	targets         []v1alpha1.ScratchTargetStatus
+	cms             map[string]bool
+	problems        []finding // blocked targets
+	memory          []finding // memory notes and problems
+	notes           []finding // other notes
+	rollout         []finding // targets not rolled out yet
 }
 
 type finding struct{ target, reason, message string }
