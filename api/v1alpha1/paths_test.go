@@ -60,7 +60,8 @@ func TestIsSafePath(t *testing.T) {
 		"/scratch\\1":            false,
 		"/scratch\x7f":           false,
 		"/data;rm":               false,
-		"/caf\u00e9":             true,
+		"/caf\u00e9":             false,
+		"/scratch/\u01a0":        false,
 	} {
 		if got := IsSafePath(p); got != want {
 			t.Errorf("IsSafePath(%q) = %t, want %t", p, got, want)

@@ -222,7 +222,7 @@ type MemorySpec struct {
 // +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)') && !self.contains('//') && (self == '/' || !self.endsWith('/'))",message="must be a clean path: no '.' or '..' segments, no '//', no trailing '/'"
 // +kubebuilder:validation:XValidation:rule="self != '/'",message="must not be the root directory '/'"
 // +kubebuilder:validation:XValidation:rule="!self.matches('^/(proc|sys|dev|etc)(/|$)')",message="must not be /proc, /sys, /dev or /etc or lie under them: those belong to the container runtime"
-// +kubebuilder:validation:XValidation:rule=`!self.matches('[\\x00-\\x20\\x7f"#;:\\x27\\x5c\\x60]')`,message="must not contain whitespace, control characters or any of \" ' ` # ; : \\ : option files and mount tables read them specially"
+// +kubebuilder:validation:XValidation:rule=`!self.matches('[\\x00-\\x20\\x7f-\\x{10ffff}"#;:\\x27\\x5c\\x60]')`,message="must be printable ASCII without whitespace, control characters or any of \" ' ` # ; : \\ : option files and mount tables read them specially"
 type AbsolutePath string
 
 // ConfigPath is a clean absolute path to a configuration directory inside a container; unlike
@@ -234,7 +234,7 @@ type AbsolutePath string
 // +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.]?(/|$)') && !self.contains('//') && (self == '/' || !self.endsWith('/'))",message="must be a clean path: no '.' or '..' segments, no '//', no trailing '/'"
 // +kubebuilder:validation:XValidation:rule="self != '/' && self != '/etc'",message="must be a directory of option files such as /etc/mysql/conf.d, not / or /etc"
 // +kubebuilder:validation:XValidation:rule="!self.matches('^/(proc|sys|dev)(/|$)')",message="must not be /proc, /sys or /dev or lie under them"
-// +kubebuilder:validation:XValidation:rule=`!self.matches('[\\x00-\\x20\\x7f"#;:\\x27\\x5c\\x60]')`,message="must not contain whitespace, control characters or any of \" ' ` # ; : \\ : option files and mount tables read them specially"
+// +kubebuilder:validation:XValidation:rule=`!self.matches('[\\x00-\\x20\\x7f-\\x{10ffff}"#;:\\x27\\x5c\\x60]')`,message="must be printable ASCII without whitespace, control characters or any of \" ' ` # ; : \\ : option files and mount tables read them specially"
 type ConfigPath string
 
 // ScratchVolumeSpec is what a user asks for: a RAM volume of a size, for a purpose, in some
@@ -242,7 +242,8 @@ type ConfigPath string
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.mysql) || self.purpose == 'MySQLTmpdir'",message="spec.mysql is only allowed when spec.purpose is MySQLTmpdir"
 // +kubebuilder:validation:XValidation:rule="self.purpose != 'MySQLTmpdir' || !has(self.mountPath) || !self.mountPath.matches('^(/var/lib/mysql|/var/lib/mariadb|/bitnami/mysql/data|/bitnami/mariadb/data)(/|$)')",message="spec.mountPath must not be a database data directory or lie inside one (/var/lib/mysql, /var/lib/mariadb, /bitnami/mysql/data, /bitnami/mariadb/data): choose a sibling such as /var/lib/mysql-tmp",fieldPath=".mountPath"
-// +kubebuilder:validation:XValidation:rule="!has(self.mountPath) || !has(self.mysql) || !has(self.mysql.dataDir) || !(self.mountPath == self.mysql.dataDir || self.mountPath.startsWith(self.mysql.dataDir + '/'))",message="spec.mountPath must not be spec.mysql.dataDir or lie inside it: the scratch volume would hide the data",fieldPath=".mountPath"
+// +kubebuilder:validation:XValidation:rule="!has(self.mysql) || !has(self.mysql.dataDir) || !((has(self.mountPath) ? self.mountPath : '/var/lib/mysql-tmp') == self.mysql.dataDir || (has(self.mountPath) ? self.mountPath : '/var/lib/mysql-tmp').startsWith(self.mysql.dataDir + '/') || self.mysql.dataDir.startsWith((has(self.mountPath) ? self.mountPath : '/var/lib/mysql-tmp') + '/'))",message="the scratch volume's mount path (spec.mountPath, default /var/lib/mysql-tmp) must not be spec.mysql.dataDir, lie inside it or above it: the scratch volume would hide the data",fieldPath=".mountPath"
+// +kubebuilder:validation:XValidation:rule="!has(self.mysql) || !has(self.mysql.configDir) || !((has(self.mountPath) ? self.mountPath : '/var/lib/mysql-tmp') == self.mysql.configDir || (has(self.mountPath) ? self.mountPath : '/var/lib/mysql-tmp').startsWith(self.mysql.configDir + '/') || self.mysql.configDir.startsWith((has(self.mountPath) ? self.mountPath : '/var/lib/mysql-tmp') + '/'))",message="the scratch volume's mount path (spec.mountPath, default /var/lib/mysql-tmp) must not be spec.mysql.configDir, lie inside it or above it: the server reads its option files there",fieldPath=".mountPath"
 // +kubebuilder:validation:XValidation:rule="!has(self.mysql) || !has(self.mysql.replicaLoadDir) || !(self.mysql.replicaLoadDir == (has(self.mountPath) ? self.mountPath : '/var/lib/mysql-tmp') || self.mysql.replicaLoadDir.startsWith((has(self.mountPath) ? self.mountPath : '/var/lib/mysql-tmp') + '/'))",message="spec.mysql.replicaLoadDir must not be on the scratch volume: a replica needs its SQL_LOAD files after a restart; choose a directory on the persistent volume",fieldPath=".mysql.replicaLoadDir"
 type ScratchVolumeSpec struct {
 	// Target selects the StatefulSets, in this namespace, that get the scratch volume.

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/dbtune/scratch-operator/api/paths"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 )
 
@@ -17,6 +18,16 @@ func checkSpec(sv *v1alpha1.ScratchVolume) error {
 		return problemf(v1alpha1.ReasonInvalidSpec,
 			"spec.size %s is not a whole number of bytes from %s to %s; write it as 512Mi or 4Gi (512m means 0.512 bytes)",
 			sv.Spec.Size.String(), v1alpha1.MinScratchVolumeSize, v1alpha1.MaxScratchVolumeSize)
+	}
+	if m := sv.Spec.MySQL; m != nil {
+		mount := sv.EffectiveMountPath()
+		for _, d := range []struct{ field, dir string }{{"spec.mysql.dataDir", string(m.DataDir)}, {"spec.mysql.configDir", string(m.ConfigDir)}} {
+			if d.dir != "" && (paths.Within(mount, d.dir) || paths.Within(d.dir, mount)) {
+				return problemf(v1alpha1.ReasonInvalidSpec,
+					"the scratch volume's mount path %s overlaps %s %s: the volume would hide it; choose another spec.mountPath",
+					mount, d.field, d.dir)
+			}
+		}
 	}
 	if h := sv.Spec.Memory.Headroom; h != nil {
 		maxHeadroom := resource.MustParse(v1alpha1.MaxMemoryHeadroom)

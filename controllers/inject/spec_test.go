@@ -15,6 +15,8 @@ func TestCheckSpecRefusesWhatTheAPIRefuses(t *testing.T) {
 	tests := []struct {
 		name, size string
 		headroom   *resource.Quantity
+		mount      string
+		mysql      *v1alpha1.MySQLSpec
 		wantIn     string // empty: accepted
 	}{
 		{name: "a whole size", size: "512Mi"},
@@ -27,11 +29,20 @@ func TestCheckSpecRefusesWhatTheAPIRefuses(t *testing.T) {
 		{name: "headroom in exabytes", size: "512Mi", headroom: q("8E"), wantIn: "spec.memory.headroom 8E is not a whole number of bytes from 0 to 1Ti"},
 		{name: "headroom in milli-bytes", size: "512Mi", headroom: q("256m"), wantIn: "spec.memory.headroom 256m"},
 		{name: "negative headroom", size: "512Mi", headroom: q("-1"), wantIn: "spec.memory.headroom -1"},
+		{name: "data dir is the default mount path", size: "512Mi", mysql: &v1alpha1.MySQLSpec{DataDir: "/var/lib/mysql-tmp"},
+			wantIn: "mount path /var/lib/mysql-tmp overlaps spec.mysql.dataDir /var/lib/mysql-tmp"},
+		{name: "data dir below the mount path", size: "512Mi", mount: "/data", mysql: &v1alpha1.MySQLSpec{DataDir: "/data/db"},
+			wantIn: "overlaps spec.mysql.dataDir /data/db"},
+		{name: "mount path in the config dir", size: "512Mi", mount: "/srv/conf/zz-dbtune-scratch.cnf", mysql: &v1alpha1.MySQLSpec{ConfigDir: "/srv/conf"},
+			wantIn: "overlaps spec.mysql.configDir /srv/conf"},
+		{name: "a data dir beside the mount path", size: "512Mi", mount: "/data-tmp", mysql: &v1alpha1.MySQLSpec{DataDir: "/data"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sv := &v1alpha1.ScratchVolume{Spec: v1alpha1.ScratchVolumeSpec{Size: resource.MustParse(tt.size)}}
 			sv.Spec.Memory.Headroom = tt.headroom
+			sv.Spec.MountPath = v1alpha1.AbsolutePath(tt.mount)
+			sv.Spec.MySQL = tt.mysql
 			err := checkSpec(sv)
 			if tt.wantIn == "" {
 				if err != nil {
