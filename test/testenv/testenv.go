@@ -113,6 +113,9 @@ func Start() (*Env, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// A CRD the API server refuses fails Start after kube-apiserver and etcd are up: stop
+		// them, or every such run leaves a pair of processes behind.
+		_ = env.Stop()
 		return nil, fmt.Errorf("failed to start kube-apiserver and etcd from %s: %w", assets, err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
