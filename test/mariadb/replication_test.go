@@ -78,11 +78,11 @@ func TestReplicaLoadDir(t *testing.T) {
 }
 
 // Sizes for TestReplicaLoadDir: a LOAD DATA of restartRows rows (about 1.6 MiB) fits the replicas'
-// scratch volume, one of largeRows rows (about 6 MiB) does not.
+// scratch volume (the smallest the API admits), one of largeRows rows (about 24 MiB) does not.
 const (
-	replicaScratchSize = "4Mi"
+	replicaScratchSize = "16Mi"
 	restartRows        = 30000
-	largeRows          = 110000
+	largeRows          = 440000
 )
 
 // restartInsideLoadData stops each replica's pod with half of a LOAD DATA applied and starts it again

@@ -87,9 +87,9 @@ func TestFullTmpfs(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)
 	sts := statefulSet(h, "fulltmp", "--skip-networking")
-	pod := startPod(t, h, sts, scratchVolume(sts.Name, "8Mi", v1alpha1.InjectionConfigFile, v1alpha1.InnoDBTmpdirDisk))
+	pod := startPod(t, h, sts, scratchVolume(sts.Name, "16Mi", v1alpha1.InjectionConfigFile, v1alpha1.InnoDBTmpdirDisk))
 	db := pod.DB()
-	fillRows(t, db, 50000)
+	fillRows(t, db, 100000)
 	mustExec(t, db,
 		"CREATE TABLE app.kept (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB",
 		"INSERT INTO app.kept SELECT seq, MD5(seq) FROM app.seq_1_to_10000")
