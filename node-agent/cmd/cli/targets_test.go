@@ -9,6 +9,7 @@ import (
 
 	"github.com/dbtune/scratch-operator/node-agent/cmd/cli"
 	"github.com/dbtune/scratch-operator/node-agent/probe"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // TestAttachDevices checks the one --device rule of `probe` and `run` on real directories: one
@@ -16,7 +17,7 @@ import (
 func TestAttachDevices(t *testing.T) {
 	var st unix.Statfs_t
 	if err := unix.Statfs("/dev/shm", &st); err != nil || st.Type != unix.TMPFS_MAGIC {
-		t.Skip("/dev/shm is not a tmpfs here")
+		testenv.SkipOrFail(t, "/dev/shm is not a tmpfs here: the rule needs a tmpfs target beside a disk one")
 	}
 	tmpfs, err := os.MkdirTemp("/dev/shm", "attach-")
 	if err != nil {
@@ -24,7 +25,7 @@ func TestAttachDevices(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(tmpfs) })
 	if err := unix.Statfs(".", &st); err != nil || st.Type == unix.TMPFS_MAGIC {
-		t.Skip("the working directory is not on a disk")
+		testenv.SkipOrFail(t, "the working directory is not on a disk")
 	}
 	disk, err := os.MkdirTemp(".", "attach-")
 	if err != nil {
