@@ -22,10 +22,14 @@ import (
 
 // Addresses inside the cluster. Nothing listens on them: they only have to be valid and distinct.
 const (
-	serviceCIDR         = "10.96.0.0/16"
-	kubernetesServiceIP = "10.96.0.1"
-	podCIDR             = "10.244.0.0/16"
+	serviceCIDR = "10.96.0.0/16"
+	podCIDR     = "10.244.0.0/16"
 )
+
+// KubernetesServiceIP is the cluster IP of the `kubernetes` Service, which the kubelet gives pods
+// as KUBERNETES_SERVICE_HOST; the API server's certificate names it. Nothing proxies it unless a
+// real node does (test/realnode).
+const KubernetesServiceIP = "10.96.0.1"
 
 // Cluster is a running local control plane.
 type Cluster struct {
@@ -209,6 +213,12 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 		return err
 	}
 	host := "https://127.0.0.1:" + strconv.Itoa(ports[0])
+	var auditFlags []string
+	if c.opts.AuditServiceAccounts {
+		if auditFlags, err = c.auditFlags(); err != nil {
+			return err
+		}
+	}
 	c.opts.Logf("starting kube-apiserver")
 	p, err := c.start("kube-apiserver", filepath.Join(c.opts.BinDir, "kube-apiserver"), append([]string{
 		"--etcd-servers=" + etcdURL,
@@ -227,7 +237,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--authorization-mode=RBAC",
 		"--allow-privileged=true",
-	}, admissionFlags(c.opts.ServiceAccountTokens)...), nil)
+	}, append(admissionFlags(c.opts.ServiceAccountTokens), auditFlags...)...), nil)
 	if err != nil {
 		return err
 	}
@@ -249,6 +259,32 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 		return httpOK(ctx, httpClient, host+"/readyz"), nil
 	})
 }
+
+// auditPolicy records, at the Metadata level (who, verb, resource, response code, no bodies), the
+// requests of ServiceAccounts once they complete, and nothing else.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+  - level: Metadata
+    userGroups: ["system:serviceaccounts"]
+  - level: None
+`
+
+// auditFlags writes the audit policy and returns the API server's flags for it.
+func (c *Cluster) auditFlags() ([]string, error) {
+	policy := filepath.Join(c.dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		return nil, err
+	}
+	return []string{
+		"--audit-policy-file=" + policy, "--audit-log-path=" + c.AuditLog(),
+		"--audit-log-format=json", "--audit-log-mode=blocking",
+	}, nil
+}
+
+// AuditLog is the API server's audit log, one JSON event per line (Options.AuditServiceAccounts).
+func (c *Cluster) AuditLog() string { return filepath.Join(c.LogDir(), "audit.log") }
 
 func (c *Cluster) writeKubeconfig(certs *pki) error {
 	const name = "localcluster"

@@ -101,6 +101,10 @@ type Options struct {
 	// (test/realnode) that talk to the API server as their ServiceAccount, so RBAC applies to
 	// them. Off by default: fake nodes mount nothing, and the legacy token controller stays off.
 	ServiceAccountTokens bool
+	// AuditServiceAccounts makes the API server write an audit log (Cluster.AuditLog) of every
+	// request a ServiceAccount makes, with its verb, resource and response code: what pods on a
+	// real node did with the permissions they were given, and what they were refused.
+	AuditServiceAccounts bool
 	// Logf reports progress; nil discards it.
 	Logf func(format string, args ...any)
 }

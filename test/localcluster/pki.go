@@ -61,7 +61,7 @@ func newPKI(dir string) (*pki, error) {
 
 	serving := template("kube-apiserver")
 	serving.DNSNames = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}
-	serving.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.ParseIP(kubernetesServiceIP)}
+	serving.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.ParseIP(KubernetesServiceIP)}
 	serving.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	servingCert, servingKey, err := issue(serving, ca, caKey)
 	if err != nil {

@@ -74,8 +74,9 @@ state = %s
 }
 
 // cniConfList is the node's pod network: a bridge with the gateway address on the host side, so
-// that tests on the host reach pods at their addresses, and no masquerading, which would need
-// iptables rules on the machine. host-local keeps its leases in the node's directory.
+// that tests on the host reach pods at their addresses, the pods' default route through it, so
+// that they reach the `kubernetes` Service's address (see serviceproxy.go), and no masquerading,
+// which would need iptables rules on the machine. host-local keeps its leases in the node's directory.
 func cniConfList(l layout, subnet string) ([]byte, error) {
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
@@ -85,7 +86,9 @@ func cniConfList(l layout, subnet string) ([]byte, error) {
 				"type":      "bridge",
 				"bridge":    BridgeName,
 				"isGateway": true,
-				"ipMasq":    false,
+				// The host does not forward: nothing routed this way leaves the machine.
+				"isDefaultGateway": true,
+				"ipMasq":           false,
 				"ipam": map[string]any{
 					"type":    "host-local",
 					"dataDir": l.cniIPAMDir(),

@@ -32,6 +32,13 @@ func Leftovers(dir string, absentBefore []string) ([]string, error) {
 	if bridge {
 		left = append(left, "bridge "+BridgeName)
 	}
+	proxy, err := ServiceProxyExists()
+	if err != nil {
+		return nil, err
+	}
+	if proxy {
+		left = append(left, "nftables table "+serviceTable)
+	}
 	mounts, err := MountsUnder(append(layout{dir}.mountRoots(), absentBefore...)...)
 	if err != nil {
 		return nil, err
@@ -47,9 +54,11 @@ func Leftovers(dir string, absentBefore []string) ([]string, error) {
 	return left, nil
 }
 
-// AbsentHostPaths returns which of the fixed paths a node may create do not exist now: take it
-// before Start and pass it to Leftovers after Stop.
-func AbsentHostPaths() []string { return absentPaths(slices.Clone(hostPaths)) }
+// AbsentHostPaths returns which of the fixed paths a node may create, and of podHostPaths (see
+// Options.PodHostPaths), do not exist now: take it before Start and pass it to Leftovers after Stop.
+func AbsentHostPaths(podHostPaths ...string) []string {
+	return absentPaths(append(slices.Clone(hostPaths), podHostPaths...))
+}
 
 // Cleanup undoes what a node that was never stopped (its process was killed) left on this machine,
 // as Start does before it starts a node. It fails while another node runs.

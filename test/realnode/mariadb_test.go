@@ -158,14 +158,24 @@ func injectAndCheck(ctx context.Context, t *testing.T, cfg *rest.Config, cs kube
 	}
 	start := time.Now()
 	pod := waitRolledOut(ctx, t, cs, sts)
+	t.Logf("the injected pod is running %s after the update", time.Since(start).Round(time.Millisecond))
+	assertInjected(ctx, t, cfg, cs, pod, plan.Mount.MountPath, sv.Spec.Size.Value(), wantKiB)
+}
+
+// assertInjected checks inside the database container of pod that @@tmpdir is mountPath, a tmpfs of
+// wantKiB (the smaller of size and the pod's memory limit, as the kubelet sizes it), that the load
+// and InnoDB temporary directories are on the data volume, and that the row written before the
+// injection is still there.
+func assertInjected(ctx context.Context, t *testing.T, cfg *rest.Config, cs kubernetes.Interface, pod *corev1.Pod, mountPath string, size, wantKiB int64) {
+	t.Helper()
 	got := queryUntilAnswered(ctx, t, cfg, cs, pod, "SELECT @@tmpdir, @@slave_load_tmpdir, @@innodb_tmpdir, (SELECT i FROM kept.t)")
-	t.Logf("the injected pod answered %s after the update: %s", time.Since(start).Round(time.Millisecond), got)
+	t.Logf("the injected pod answers: %s", got)
 	fields := strings.Split(got, "\t")
 	if len(fields) != 4 {
 		t.Fatalf("the query answered %q, want 4 tab-separated fields", got)
 	}
-	if fields[0] != plan.Mount.MountPath {
-		t.Errorf("@@tmpdir is %s, want the scratch mount %s", fields[0], plan.Mount.MountPath)
+	if fields[0] != mountPath {
+		t.Errorf("@@tmpdir is %s, want the scratch mount %s", fields[0], mountPath)
 	}
 	if fields[3] != "42" {
 		t.Errorf("the row written before the injection reads %s, want 42: the data volume did not survive the roll", fields[3])
@@ -175,16 +185,17 @@ func injectAndCheck(ctx context.Context, t *testing.T, cfg *rest.Config, cs kube
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := min(sv.Spec.Size.Value(), podMemoryLimit(&pod.Spec)) / 1024; want != wantKiB {
-		t.Errorf("the pod's memory limit and the size give %d KiB, the case expects %d", want, wantKiB)
+	limit := podMemoryLimit(&pod.Spec)
+	if want := min(size, limit) / 1024; want != wantKiB {
+		t.Errorf("the pod's memory limit %d and the size %d give %d KiB, the case expects %d", limit, size, want, wantKiB)
 	}
 	m := mountOf(mounts, fields[0])
 	if m == nil || m.fsType != "tmpfs" {
 		t.Errorf("@@tmpdir %s is %v in the container, want a tmpfs", fields[0], m)
 	} else if got, ok := tmpfsSizeKiB(m.options); !ok || got != wantKiB {
-		t.Errorf("@@tmpdir %s: tmpfs options %q, want size=%dk (min of sizeLimit %s and memory limit %s)", fields[0], m.options, wantKiB, size, memoryLimit)
+		t.Errorf("@@tmpdir %s: tmpfs options %q, want size=%dk (min of sizeLimit %d and memory limit %d)", fields[0], m.options, wantKiB, size, limit)
 	} else {
-		t.Logf("@@tmpdir %s: tmpfs of %d KiB (%s); sizeLimit %s, memory limit %s", fields[0], got, m.options, size, memoryLimit)
+		t.Logf("@@tmpdir %s: tmpfs of %d KiB (%s); sizeLimit %d, memory limit %d", fields[0], got, m.options, size, limit)
 	}
 	for i, name := range map[int]string{1: "@@slave_load_tmpdir", 2: "@@innodb_tmpdir"} {
 		dir := fields[i]

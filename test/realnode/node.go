@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -58,6 +59,12 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 		}
 	}()
 	start := time.Now()
+	if err := createBridge(); err != nil {
+		return nil, err
+	}
+	if err := addServiceProxy(localcluster.KubernetesServiceIP, opts.Cluster.Config().Host); err != nil {
+		return nil, err
+	}
 	if err := n.startContainerd(ctx); err != nil {
 		return nil, err
 	}
@@ -92,7 +99,7 @@ func (n *Node) recordHost() error {
 	}
 	n.state = hostState{
 		Dir: dir, Started: time.Now().UTC(), Sysctls: sysctls,
-		Absent: absentPaths(hostPaths), Netns: dirEntries("/run/netns"),
+		Absent: absentPaths(append(slices.Clone(hostPaths), n.opts.PodHostPaths...)), Netns: dirEntries("/run/netns"),
 	}
 	if err := n.state.write(); err != nil {
 		return err

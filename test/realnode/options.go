@@ -63,6 +63,9 @@ type Options struct {
 	// PodSubnet is the range the pods' addresses come from (default 10.244.250.0/24: inside the
 	// cluster's pod CIDR, apart from the fake nodes' ranges).
 	PodSubnet string
+	// PodHostPaths are host paths the pods may create (hostPath volumes of type DirectoryOrCreate);
+	// those absent at Start are removed like the node's own, on Stop and after a kill.
+	PodHostPaths []string
 	// StartTimeout bounds each wait of Start (default 3 minutes: containerd, the kubelet and the
 	// first pod sandbox on a busy two-core machine).
 	StartTimeout time.Duration

@@ -32,6 +32,7 @@ func restore(s *hostState, logf func(string, ...any)) error {
 	step("unmount the node's mounts", unmountAll(roots))
 	step("remove network namespaces", removeNetns(s.Netns))
 	step("remove the node's cgroups", removeCgroups())
+	step("delete the service rule", removeServiceProxy())
 	step("delete the CNI bridge", deleteBridge())
 	step("remove the files left at fixed paths", removeAbsent(s.Absent))
 	if !slices.Contains(s.Absent, "/var/lib/cni") {
