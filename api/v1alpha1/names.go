@@ -49,4 +49,9 @@ const (
 
 	// ScratchVolumeLabel on an object the operator creates names the ScratchVolume it belongs to.
 	ScratchVolumeLabel = "dbtune.io/scratch-volume"
+
+	// ScratchOptInLabel, set to "true" on a StatefulSet, is what the sample ValidatingAdmissionPolicy
+	// of config/samples/policy requires before the operator may add or change its entries there.
+	// The operator itself never reads it: the policy enforces it, at admission.
+	ScratchOptInLabel = "dbtune.io/scratch-opt-in"
 )
