@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,7 +22,8 @@ type jsonPatchOp struct {
 	Value any    `json:"value,omitempty"`
 }
 
-// patchContainers writes the args and memory of Args injection and Reserve accounting with a JSON
+// patchContainers writes the args, environment and memory of Args and ExtraFlags injection and
+// Reserve accounting with a JSON
 // patch: these are fields server-side apply cannot share (see inject.Overrides). The patch first tests
 // the resourceVersion and each container's name, so it applies to exactly the object the decision was
 // made on, or not at all.
@@ -42,11 +44,19 @@ func (r *ScratchVolumeReconciler) patchContainers(ctx context.Context, sts *apps
 		}
 		base := "/spec/template/spec/containers/" + strconv.Itoa(idx)
 		ops = append(ops, jsonPatchOp{Op: "test", Path: base + "/name", Value: ch.Container})
+		live := &sts.Spec.Template.Spec.Containers[idx]
 		switch {
 		case len(ch.Args) > 0:
 			ops = append(ops, jsonPatchOp{Op: "add", Path: base + "/args", Value: ch.Args})
-		case len(sts.Spec.Template.Spec.Containers[idx].Args) > 0:
+		case len(live.Args) > 0:
 			ops = append(ops, jsonPatchOp{Op: "remove", Path: base + "/args"})
+		}
+		switch {
+		case equality.Semantic.DeepEqual(live.Env, ch.Env):
+		case len(ch.Env) > 0:
+			ops = append(ops, jsonPatchOp{Op: "add", Path: base + "/env", Value: ch.Env})
+		default:
+			ops = append(ops, jsonPatchOp{Op: "remove", Path: base + "/env"})
 		}
 		if ch.Request != nil {
 			ops = append(ops, jsonPatchOp{Op: "add", Path: base + "/resources/requests/memory", Value: ch.Request.String()})

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -33,14 +34,20 @@ type ScratchVolumeReconciler struct {
 	MaxConcurrentReconciles int
 }
 
-// +kubebuilder:rbac:groups=dbtune.io,resources=scratchvolumes,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=dbtune.io,resources=scratchvolumes/status,verbs=get;update;patch
+// Every verb below is one the manager's requests need; test/realnode compares them with the API
+// server's audit log of the installed manager. Two are needed without a request of their own:
+// create on ConfigMaps, which a server-side apply of a new object is also authorized for, and
+// update on scratchvolumes/finalizers, which the OwnerReferencesPermissionEnforcement admission
+// plugin checks for a ConfigMap whose owner reference blocks its ScratchVolume's deletion.
+//
+// +kubebuilder:rbac:groups=dbtune.io,resources=scratchvolumes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=dbtune.io,resources=scratchvolumes/status,verbs=patch
 // +kubebuilder:rbac:groups=dbtune.io,resources=scratchvolumes/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=dbtune-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=dbtune-system,resources=leases,verbs=get;create;update
 
 // Reconcile brings one ScratchVolume's targets to the state it asks for and records the outcome.
 func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
@@ -73,6 +80,13 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	report.targetsFound = len(targets)
 	for i := range targets {
 		out, err := r.syncStatefulSet(ctx, &targets[i])
+		if denial := admissionDenial(err); denial != "" {
+			// Trying again at once would be refused the same way: the status says why, and the
+			// StatefulSet's next change (the label a policy asks for) or the retry brings the next try.
+			log.FromContext(ctx).Info("Admission control refused a StatefulSet change", "statefulset", client.ObjectKeyFromObject(&targets[i]), "message", denial)
+			report.denied(&targets[i], denial)
+			continue
+		}
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -81,7 +95,10 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.revertDropped(ctx, sv, targets); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.pruneConfigMaps(ctx, sv, report.configMaps())
+	if err := r.pruneConfigMaps(ctx, sv, report.configMaps()); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: report.retryAfter()}, nil
 }
 
 // finalize removes the ScratchVolume from every StatefulSet that carries it, then lets it go.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,7 @@ import (
 var conflictReasons = map[string]bool{
 	v1alpha1.ReasonMountPathInUse: true, v1alpha1.ReasonVolumeNameInUse: true, v1alpha1.ReasonOverriddenByArgs: true,
 	v1alpha1.ReasonConfigDirUnusable: true, v1alpha1.ReasonArgsIgnored: true, v1alpha1.ReasonScratchVolumeConflict: true,
+	v1alpha1.ReasonExtraFlagsNotMergeable: true,
 }
 
 // report gathers, during one reconcile, what happened to each target; it becomes the status.
@@ -36,6 +38,9 @@ type report struct {
 	memory          []finding // memory notes and problems
 	notes           []finding // other notes
 	rollout         []finding // targets not rolled out yet
+	placed          []finding // where each injected target's temporary data goes
+	// denials counts the targets whose change admission control refused.
+	denials int
 }
 
 type finding struct{ target, reason, message string }
@@ -82,6 +87,8 @@ func (rep *report) injected(sts *appsv1.StatefulSet, plan *inject.Plan, ts *v1al
 	ts.Injected, ts.Container, ts.ConfigHash = true, plan.Container, plan.Hash
 	if plan.Profile != nil {
 		ts.Flavor, ts.Version = plan.Profile.Flavor, plan.Profile.Version.String()
+		ts.Injection, ts.TempLocations = plan.Injection, plan.Locations
+		rep.placed = append(rep.placed, finding{sts.Name, "", DescribeLocations(plan.Locations)})
 	}
 	if plan.ConfigVolume != nil {
 		rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
@@ -98,6 +105,26 @@ func (rep *report) injected(sts *appsv1.StatefulSet, plan *inject.Plan, ts *v1al
 	if reason, msg, done := rollout(sts, plan.Hash); !done {
 		rep.rollout = append(rep.rollout, finding{sts.Name, reason, msg})
 	}
+}
+
+// denied records a target whose change admission control refused with message. An injection the
+// StatefulSet already carries stays in place, and so does its ConfigMap.
+func (rep *report) denied(sts *appsv1.StatefulSet, message string) {
+	rep.denials++
+	_, kept := sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
+	rep.add(sts, &outcome{sv: rep.sv, kept: kept, problem: &inject.Problem{
+		Reason: v1alpha1.ReasonAdmissionDenied,
+		Message: fmt.Sprintf("admission control refused the change: %s; the controller tries again when the StatefulSet changes, and every %d minutes",
+			message, int(admissionRetryInterval.Minutes())),
+	}})
+}
+
+// retryAfter is when to reconcile again without an event: after a denial, a policy may change.
+func (rep *report) retryAfter() time.Duration {
+	if rep.denials > 0 {
+		return admissionRetryInterval
+	}
+	return 0
 }
 
 func (rep *report) configMaps() map[string]bool { return rep.cms }
@@ -183,6 +210,9 @@ func (rep *report) conditions() []metav1.Condition {
 		rolled.Reason, rolled.Message = injected.Reason, "nothing to roll out until the injection succeeds"
 	}
 	ready := c(v1alpha1.ConditionReady, true, v1alpha1.ReasonReady, "every target is injected and rolled out")
+	if len(rep.placed) > 0 {
+		ready.Message += "; " + summarize(rep.placed)
+	}
 	for _, cond := range []metav1.Condition{found, injected, rolled} {
 		if cond.Status != metav1.ConditionTrue {
 			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, cond.Reason, cond.Message
@@ -249,6 +279,38 @@ func (rep *report) injectedCondition(c func(string, bool, string, string) metav1
 		msg += "; " + summarize(rep.notes)
 	}
 	return c(v1alpha1.ConditionInjected, true, v1alpha1.ReasonInjected, msg)
+}
+
+// DescribeLocations says in one sentence which temporary data moved to RAM and which stays on disk,
+// as status.targets[].tempLocations has it in detail.
+func DescribeLocations(locs []v1alpha1.TempLocation) string {
+	var ram, disk []string
+	for _, l := range locs {
+		name := tempDataNames[l.Data]
+		if name == "" {
+			name = string(l.Data)
+		}
+		if l.Medium == v1alpha1.TempMediumMemory {
+			ram = append(ram, name)
+		} else {
+			disk = append(disk, name)
+		}
+	}
+	msg := "in RAM: " + strings.Join(ram, ", ")
+	if len(disk) > 0 {
+		msg += "; on disk: " + strings.Join(disk, ", ")
+	}
+	return msg
+}
+
+// tempDataNames are the kinds of temporary data as messages name them.
+var tempDataNames = map[v1alpha1.TempData]string{
+	v1alpha1.TempDataTmpdir:                 "tmpdir",
+	v1alpha1.TempDataSessionTempTablespaces: "session temporary tablespaces",
+	v1alpha1.TempDataGlobalTempTablespace:   "global temporary tablespace (ibtmp1)",
+	v1alpha1.TempDataInnoDBTmpdir:           "innodb_tmpdir",
+	v1alpha1.TempDataReplicaLoad:            "replica load directory",
+	v1alpha1.TempDataSST:                    "Galera SST staging",
 }
 
 // summarize joins findings into one message, bounded so that a large fleet stays readable.

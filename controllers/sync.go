@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +18,30 @@ import (
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 )
+
+// admissionRetryInterval is how often a change admission control refused is tried again when
+// nothing else brings a reconcile: a policy or webhook can change without any event we watch.
+const admissionRetryInterval = 5 * time.Minute
+
+// admissionDenial returns the API server's message when err is admission control refusing a
+// write, and "" for any other error. The status code does not tell: a ValidatingAdmissionPolicy
+// picks its own (Invalid unless it says otherwise), a webhook too, and Forbidden also comes from
+// RBAC, a fault of the installation that stays an error. What does tell are the messages the API
+// server composes for the two: "ValidatingAdmissionPolicy 'p' [with binding 'b'] denied request:
+// …" and "admission webhook \"w\" denied the request: …".
+func admissionDenial(err error) string {
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) {
+		return ""
+	}
+	msg := status.Status().Message
+	byPolicy := strings.Contains(msg, "ValidatingAdmissionPolicy '") && strings.Contains(msg, "' denied request: ")
+	byWebhook := strings.Contains(msg, "admission webhook \"") && strings.Contains(msg, "\" denied the request")
+	if byPolicy || byWebhook {
+		return msg
+	}
+	return ""
+}
 
 // outcome is what became of one ScratchVolume on one StatefulSet.
 type outcome struct {
@@ -204,15 +230,23 @@ func (r *ScratchVolumeReconciler) recordChange(sts *appsv1.StatefulSet, outcomes
 				"Restored the injection in StatefulSet %s, which another field manager or a hand edit removed", sts.Name)
 		case !had:
 			r.Recorder.Eventf(o.sv, sts, corev1.EventTypeNormal, EventInjected, actionInject,
-				"Injected a %s RAM volume at %s into container %s of StatefulSet %s", o.sv.Spec.Size.String(), o.plan.Mount.MountPath, o.plan.Container, sts.Name)
+				"Injected a %s RAM volume at %s into container %s of StatefulSet %s%s", o.sv.Spec.Size.String(), o.plan.Mount.MountPath, o.plan.Container, sts.Name, placement(o.plan))
 		case before != desired.Annotations[key]:
 			r.Recorder.Eventf(o.sv, sts, corev1.EventTypeNormal, EventUpdated, actionInject,
-				"Updated the injection in StatefulSet %s (config hash %s -> %s)", sts.Name, before, desired.Annotations[key])
+				"Updated the injection in StatefulSet %s (config hash %s -> %s)%s", sts.Name, before, desired.Annotations[key], placement(o.plan))
 		default:
 			r.Recorder.Eventf(o.sv, sts, corev1.EventTypeNormal, EventRestored, actionInject,
 				"Restored entries of StatefulSet %s that another field manager or a hand edit removed", sts.Name)
 		}
 	}
+}
+
+// placement is the Event's account of where the temporary data goes, for a MySQLTmpdir plan.
+func placement(p *inject.Plan) string {
+	if len(p.Locations) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s); %s", p.Injection, DescribeLocations(p.Locations))
 }
 
 // wasInjected reports whether sv's last status had target injected.

@@ -42,9 +42,10 @@ func TestScratchVolumeDefaults(t *testing.T) {
 			Target:  dbtunev1alpha1.ScratchTarget{Name: "db"},
 			Size:    resource.MustParse("1Gi"),
 			Purpose: dbtunev1alpha1.PurposeMySQLTmpdir,
+			// Injection and SessionTempTablespaces stay empty: their defaults depend on the image,
+			// which only the controller sees (status.targets[].injection and tempLocations).
 			MySQL: &dbtunev1alpha1.MySQLSpec{
 				ConfigDir:    "/etc/mysql/conf.d",
-				Injection:    dbtunev1alpha1.InjectionConfigFile,
 				InnoDBTmpdir: dbtunev1alpha1.InnoDBTmpdirDisk,
 			},
 			Memory: dbtunev1alpha1.MemorySpec{Accounting: dbtunev1alpha1.MemoryValidate},

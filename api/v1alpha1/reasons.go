@@ -22,6 +22,10 @@ const (
 	// ReasonInvalidSelector: spec.target.selector cannot be parsed (stored before the API checked
 	// label keys and values); nothing is selected, injected or reverted until it is fixed.
 	ReasonInvalidSelector = "InvalidSelector"
+	// ReasonAdmissionDenied: admission control (a ValidatingAdmissionPolicy or an admission
+	// webhook) refused the controller's change to a StatefulSet; the message quotes the API
+	// server's answer, which names the policy or webhook. The StatefulSet keeps what it had.
+	ReasonAdmissionDenied = "AdmissionDenied"
 )
 
 // Reasons a ScratchVolume cannot be injected into a StatefulSet. Each becomes a condition reason
@@ -38,6 +42,9 @@ const (
 	ReasonInvalidLayout      = "InvalidLayout"
 	ReasonMemoryBudget       = "MemoryLimitTooLow"
 	ReasonInvalidArgs        = "InvalidArgs"
+	// ReasonExtraFlagsNotMergeable: the container takes MYSQL_EXTRA_FLAGS or MARIADB_EXTRA_FLAGS
+	// from a ConfigMap or Secret (valueFrom), whose words the controller can neither read nor add to.
+	ReasonExtraFlagsNotMergeable = "ExtraFlagsNotMergeable"
 	// ReasonInvalidSpec: a value the current API refuses (a size that is not a whole number of
 	// bytes or out of bounds, a headroom out of bounds) in an object stored before the rule.
 	ReasonInvalidSpec = "InvalidSpec"
@@ -52,6 +59,9 @@ const (
 	ReasonMemoryNotAccounted  = "MemoryNotAccounted"
 	ReasonMemoryBudgetCovered = "MemoryLimitSufficient"
 	ReasonGaleraSST           = "GaleraSSTNotMoved"
+	// ReasonNoSessionTempTablespaces: spec.mysql.sessionTempTablespaces asks for Memory on a server
+	// that has none (MariaDB, MySQL before 8.0.13).
+	ReasonNoSessionTempTablespaces = "NoSessionTempTablespaces"
 )
 
 // Reasons of a NodeIOProfile's Probed and Degraded conditions. Probed says whether the figures in

@@ -63,7 +63,7 @@ const (
 
 // InjectionMode says how server options reach the database.
 //
-// +kubebuilder:validation:Enum=ConfigFile;Args
+// +kubebuilder:validation:Enum=ConfigFile;Args;ExtraFlags
 type InjectionMode string
 
 const (
@@ -75,6 +75,28 @@ const (
 	// InjectionArgs appends `--tmpdir=…` style flags to the container's args. Args are an atomic list
 	// under server-side apply: the controller then owns the whole list.
 	InjectionArgs InjectionMode = "Args"
+
+	// InjectionExtraFlags adds the flags to the environment variable through which the Bitnami
+	// images take extra server options (MYSQL_EXTRA_FLAGS, MARIADB_EXTRA_FLAGS; the charts' value
+	// extraFlags). Their start script runs mysqld with --defaults-file and no include directory, and
+	// appends the variable's words to the command line, so the flags win over the chart's my.cnf.
+	// A value the user already set is kept and the flags are added after it; the variable goes back
+	// to exactly the user's value (or away) on revert.
+	InjectionExtraFlags InjectionMode = "ExtraFlags"
+)
+
+// TempTablespacePlacement says where MySQL's session temporary tablespaces go.
+//
+// +kubebuilder:validation:Enum=Memory;Disk
+type TempTablespacePlacement string
+
+const (
+	// TempTablespacesMemory points innodb_temp_tablespaces_dir at the scratch volume.
+	TempTablespacesMemory TempTablespacePlacement = "Memory"
+
+	// TempTablespacesDisk leaves them in the server's default place, #innodb_temp in the data
+	// directory.
+	TempTablespacesDisk TempTablespacePlacement = "Disk"
 )
 
 // InnoDBTmpdirPlacement says where `innodb_tmpdir` (online ALTER TABLE sort files) goes.
@@ -142,6 +164,7 @@ type ScratchTarget struct {
 // the controller detects the flavor and version from the container image.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.version) || has(self.flavor)",message="spec.mysql.version needs spec.mysql.flavor: say which server the version belongs to"
+// +kubebuilder:validation:XValidation:rule="!has(self.sessionTempTablespaces) || !has(self.flavor) || self.flavor != 'MariaDB'",message="spec.mysql.sessionTempTablespaces is for MySQL and Percona Server: MariaDB has no session temporary tablespaces and keeps its internal temporary tables in tmpdir, which the scratch volume already holds"
 type MySQLSpec struct {
 	// Flavor overrides the server flavor detected from the image. Set it (with version) for images
 	// the controller cannot classify, such as a private build named after your company.
@@ -158,11 +181,14 @@ type MySQLSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+[.][0-9]+([.][0-9]+)?$')",message="spec.mysql.version must look like 8.0 or 8.0.36"
 	Version string `json:"version,omitempty"`
 
-	// Injection says how options reach the server: ConfigFile (default) mounts a my.cnf drop-in
-	// file into the server's include directory; Args appends command-line flags.
+	// Injection says how options reach the server: ConfigFile mounts a my.cnf drop-in file into
+	// the server's include directory; Args appends command-line flags; ExtraFlags adds them to the
+	// MYSQL_EXTRA_FLAGS or MARIADB_EXTRA_FLAGS environment variable of the Bitnami images. Default:
+	// ExtraFlags for bitnami/mysql, bitnami/mariadb and bitnami/mariadb-galera images (under any
+	// registry, also bitnamilegacy/), which read neither an include directory nor container args;
+	// ConfigFile for every other image. status.targets[].injection shows the mode used.
 	//
 	// +optional
-	// +kubebuilder:default=ConfigFile
 	Injection InjectionMode `json:"injection,omitempty"`
 
 	// ConfigDir overrides the include directory the server reads drop-in files from (for example
@@ -191,6 +217,18 @@ type MySQLSpec struct {
 	// +optional
 	// +kubebuilder:default=Disk
 	InnoDBTmpdir InnoDBTmpdirPlacement `json:"innodbTmpdir,omitempty"`
+
+	// SessionTempTablespaces says where MySQL and Percona Server keep their session temporary
+	// tablespaces (innodb_temp_tablespaces_dir, from 8.0.13): Memory puts them on the scratch
+	// volume, Disk leaves them in #innodb_temp in the data directory. Since 8.0.16 they hold every
+	// on-disk internal temporary table (GROUP BY, DISTINCT, UNION, derived tables that outgrow
+	// memory) and the user-created temporary tables, which tmpdir does not cover. The server
+	// recreates them at every start and removes them at shutdown, so RAM loses nothing. Default:
+	// Memory on servers that have them; MariaDB and MySQL before 8.0.13 have none (MariaDB keeps
+	// its internal temporary tables in tmpdir), and the field is ignored there.
+	//
+	// +optional
+	SessionTempTablespaces TempTablespacePlacement `json:"sessionTempTablespaces,omitempty"`
 }
 
 // MemorySpec says how the scratch volume's memory is accounted for.
@@ -349,10 +387,82 @@ type ScratchTargetStatus struct {
 	// +optional
 	ConfigHash string `json:"configHash,omitempty"`
 
+	// Injection is how the settings reach the server (spec.mysql.injection, or the mode chosen
+	// for the image).
+	//
+	// +optional
+	Injection InjectionMode `json:"injection,omitempty"`
+
+	// TempLocations says, for each kind of temporary data the server writes, where the injection
+	// puts it: on the scratch volume (Memory) or on disk, with the server option and path.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=data
+	TempLocations []TempLocation `json:"tempLocations,omitempty"`
+
 	// Message explains a target that is not injected.
 	//
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// TempData names a kind of temporary data a MySQL-compatible server writes.
+type TempData string
+
+// The kinds of temporary data reported in status.targets[].tempLocations.
+const (
+	// TempDataTmpdir: filesort merge files, MariaDB's Aria and MySQL's MyISAM on-disk internal
+	// temporary tables, the TempTable engine's memory-mapped overflow files (tmpdir).
+	TempDataTmpdir TempData = "Tmpdir"
+	// TempDataSessionTempTablespaces: MySQL 8.0.13+ session temporary tablespaces
+	// (innodb_temp_tablespaces_dir), which hold InnoDB on-disk internal temporary tables and
+	// user-created temporary tables.
+	TempDataSessionTempTablespaces TempData = "SessionTempTablespaces"
+	// TempDataGlobalTempTablespace: the global temporary tablespace ibtmp1
+	// (innodb_temp_data_file_path, in the InnoDB data home directory).
+	TempDataGlobalTempTablespace TempData = "GlobalTempTablespace"
+	// TempDataInnoDBTmpdir: online ALTER TABLE sort files (innodb_tmpdir).
+	TempDataInnoDBTmpdir TempData = "InnoDBTmpdir"
+	// TempDataReplicaLoad: a replica's SQL_LOAD-* files (replica_load_tmpdir, slave_load_tmpdir).
+	TempDataReplicaLoad TempData = "ReplicaLoad"
+	// TempDataSST: the staging area of a Galera state transfer ([sst] and [xtrabackup] tmpdir).
+	TempDataSST TempData = "SST"
+)
+
+// TempMedium says whether temporary data is in RAM or on disk.
+type TempMedium string
+
+const (
+	// TempMediumMemory is the scratch volume.
+	TempMediumMemory TempMedium = "Memory"
+	// TempMediumDisk is the persistent data volume, the operator's disk-backed emptyDir when the
+	// data directory is on no volume, or the container's own filesystem.
+	TempMediumDisk TempMedium = "Disk"
+)
+
+// TempLocation is where one kind of temporary data goes.
+type TempLocation struct {
+	// Data names the temporary data.
+	//
+	// +required
+	Data TempData `json:"data"`
+
+	// Medium is Memory (the scratch volume) or Disk.
+	//
+	// +required
+	Medium TempMedium `json:"medium"`
+
+	// Option is the server option that places the data, as the option file spells it.
+	//
+	// +optional
+	Option string `json:"option,omitempty"`
+
+	// Path is the directory in the container; empty when the server's own default stays, such as
+	// ibtmp1 in the data directory.
+	//
+	// +optional
+	Path string `json:"path,omitempty"`
 }
 
 // ScratchVolumeStatus is what the controller observed and did.

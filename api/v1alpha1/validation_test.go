@@ -85,7 +85,12 @@ var badScratchVolumes = []badCase{
 	{"purpose unknown", validScratchVolume, `purpose: Redis`,
 		[]string{"spec.purpose", `Unsupported value: "Redis"`, `"MySQLTmpdir", "Generic"`}},
 	{"injection mode unknown", validScratchVolume, `mysql: {injection: Env}`,
-		[]string{"spec.mysql.injection", `Unsupported value: "Env"`, `"ConfigFile", "Args"`}},
+		[]string{"spec.mysql.injection", `Unsupported value: "Env"`, `"ConfigFile", "Args", "ExtraFlags"`}},
+	{"session temporary tablespaces placement unknown", validScratchVolume, `mysql: {sessionTempTablespaces: Swap}`,
+		[]string{"spec.mysql.sessionTempTablespaces", `Unsupported value: "Swap"`, `"Memory", "Disk"`}},
+	{"session temporary tablespaces on MariaDB", validScratchVolume,
+		`mysql: {flavor: MariaDB, version: "11.4", sessionTempTablespaces: Memory}`,
+		[]string{"spec.mysql", "spec.mysql.sessionTempTablespaces is for MySQL and Percona Server: MariaDB has no session temporary tablespaces"}},
 	{"memory accounting unknown", validScratchVolume, `memory: {accounting: Strict}`,
 		[]string{"spec.memory.accounting", `Unsupported value: "Strict"`, `"Validate", "Reserve", "Ignore"`}},
 	{"innodbTmpdir placement unknown", validScratchVolume, `mysql: {innodbTmpdir: Swap}`,
@@ -174,6 +179,9 @@ var goodScratchVolumes = []struct{ name, patch string }{
 	{"paths with dots, dashes, underscores and @", `{mountPath: /srv/scratch_1.tmp-a@b, mysql: {dataDir: /data/my-sql_1, configDir: /etc/my.cnf.d}}`},
 	{"a selector with prefixed keys and empty values", `target: {selector: {matchLabels: {app.kubernetes.io/name: mysql, tier: ""}}}`},
 	{"a selector expression", `target: {selector: {matchExpressions: [{key: app.kubernetes.io/component, operator: In, values: [primary, replica]}]}}`},
+	{"ExtraFlags injection", `mysql: {injection: ExtraFlags}`},
+	{"session temporary tablespaces kept on disk for MySQL", `mysql: {flavor: MySQL, version: "8.4", sessionTempTablespaces: Disk}`},
+	{"session temporary tablespaces without a flavor", `mysql: {sessionTempTablespaces: Memory}`},
 }
 
 func TestAPIServerAcceptsEdgeCases(t *testing.T) {

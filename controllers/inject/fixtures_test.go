@@ -294,3 +294,104 @@ func containerIn(tmpl *corev1.PodTemplateSpec, name string) *corev1.Container {
 }
 
 func resourceQ(s string) resource.Quantity { return resource.MustParse(s) }
+
+// bitnamiStatefulSet is the primary StatefulSet the Bitnami mysql or mariadb chart renders (db is
+// "mysql" or "mariadb"): the image's entrypoint and run.sh start the server, with
+// --defaults-file=/opt/bitnami/<db>/conf/my.cnf from the chart's ConfigMap; the claim "data" at
+// /bitnami/<db> holds the data directory data/; one emptyDir gives the writable directories of a
+// read-only root filesystem, among them /opt/bitnami/<db>/tmp (tmpdir, socket and pid file in the
+// chart's my.cnf); the server runs as 1001. extraFlags, when not nil, is the chart's extraFlags
+// value as it reaches the container.
+func bitnamiStatefulSet(db, image string, extraFlags *corev1.EnvVar) *appsv1.StatefulSet {
+	labels := map[string]string{"app.kubernetes.io/instance": testTarget, "app.kubernetes.io/name": db,
+		"app.kubernetes.io/component": "primary"}
+	upper := map[string]string{"mysql": "MYSQL", "mariadb": "MARIADB"}[db]
+	env := []corev1.EnvVar{
+		{Name: "BITNAMI_DEBUG", Value: "false"},
+		{Name: upper + "_ROOT_PASSWORD_FILE", Value: "/opt/bitnami/" + db + "/secrets/" + db + "-root-password"},
+		{Name: upper + "_ENABLE_SSL", Value: "no"},
+		{Name: upper + "_PORT_NUMBER", Value: "3306"},
+	}
+	if extraFlags != nil {
+		env = append(env, *extraFlags)
+	}
+	emptyDir := func(mountPath, subPath string) corev1.VolumeMount {
+		return corev1.VolumeMount{Name: "empty-dir", MountPath: mountPath, SubPath: subPath}
+	}
+	container := corev1.Container{
+		Name:            db,
+		Image:           image,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			RunAsGroup:               ptr.To[int64](1001),
+			RunAsNonRoot:             ptr.To(true),
+			RunAsUser:                ptr.To[int64](1001),
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		Env:   env,
+		Ports: []corev1.ContainerPort{{Name: "mysql", ContainerPort: 3306}},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("375m"), corev1.ResourceMemory: resource.MustParse("384Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "data", MountPath: "/bitnami/" + db},
+			emptyDir("/tmp", "tmp-dir"),
+			emptyDir("/opt/bitnami/"+db+"/conf", "app-conf-dir"),
+			emptyDir("/opt/bitnami/"+db+"/tmp", "app-tmp-dir"),
+			emptyDir("/opt/bitnami/"+db+"/logs", "app-logs-dir"),
+			{Name: "config", MountPath: "/opt/bitnami/" + db + "/conf/my.cnf", SubPath: "my.cnf"},
+			{Name: db + "-credentials", MountPath: "/opt/bitnami/" + db + "/secrets/"},
+		},
+	}
+	return &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: testTarget, Labels: labels},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To[int32](1),
+			ServiceName:         testTarget + "-headless",
+			PodManagementPolicy: appsv1.OrderedReadyPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: labels},
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels,
+					Annotations: map[string]string{"checksum/configuration": "5c7b9e0f3d1a"}},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: testTarget,
+					SecurityContext:    &corev1.PodSecurityContext{FSGroup: ptr.To[int64](1001), FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeAlways)},
+					InitContainers: []corev1.Container{{
+						Name: "preserve-logs-symlinks", Image: image, SecurityContext: container.SecurityContext.DeepCopy(),
+						Command:      []string{"/bin/bash"},
+						Args:         []string{"-ec", "if [[ -d /opt/bitnami/" + db + "/logs ]]; then cp -r /opt/bitnami/" + db + "/logs /emptydir/app-logs-dir; fi"},
+						VolumeMounts: []corev1.VolumeMount{{Name: "empty-dir", MountPath: "/emptydir"}},
+					}},
+					Containers: []corev1.Container{container},
+					Volumes: []corev1.Volume{
+						{Name: "empty-dir", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+							LocalObjectReference: corev1.LocalObjectReference{Name: testTarget}}}},
+						{Name: db + "-credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+							SecretName: testTarget, Items: []corev1.KeyToPath{{Key: db + "-root-password", Path: db + "-root-password"}}}}},
+					},
+				},
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: map[string]string{"app.kubernetes.io/instance": testTarget}},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources: corev1.VolumeResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("8Gi")},
+					},
+				},
+			}},
+		},
+	}
+}
+
+// chartExtraFlags is the chart's extraFlags value as the container gets it.
+func chartExtraFlags(db, value string) *corev1.EnvVar {
+	return &corev1.EnvVar{Name: map[string]string{"mysql": "MYSQL", "mariadb": "MARIADB"}[db] + "_EXTRA_FLAGS", Value: value}
+}

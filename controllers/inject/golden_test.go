@@ -108,7 +108,85 @@ func injectionCases() []injectionCase {
 			})
 		}
 	}
-	return append(cases, specialCases()...)
+	cases = append(cases, specialCases()...)
+	cases = append(cases, tempTableCases()...)
+	return append(cases, bitnamiCases()...)
+}
+
+// tempTableCases cover where MySQL keeps its temporary tables: the session temporary tablespaces
+// from 8.0.13 (on the RAM volume unless kept on disk), none before.
+func tempTableCases() []injectionCase {
+	return []injectionCase{{
+		name: "mysql-8.4-configfile-session-temp-tablespaces-disk",
+		sts:  statefulSet("mysql:8.4", dataClaim, "/var/lib/mysql"),
+		sv:   scratchVolume(mysqlSpec(func(m *v1alpha1.MySQLSpec) { m.SessionTempTablespaces = v1alpha1.TempTablespacesDisk })),
+	}, {
+		name: "mysql-8.0.12-configfile",
+		sts:  statefulSet("mysql:8.0.12", dataClaim, "/var/lib/mysql"),
+		sv:   scratchVolume(),
+	}, {
+		name: "mysql-8.0.16-args",
+		sts:  statefulSet("mysql:8.0.16", dataClaim, "/var/lib/mysql"),
+		sv:   scratchVolume(injection(v1alpha1.InjectionArgs)),
+	}, {
+		// Asked for on a server that has none: a note, and the rest goes ahead.
+		name: "mariadb-11.4-configfile-session-temp-tablespaces-memory",
+		sts:  statefulSet("mariadb:11.4", dataClaim, "/var/lib/mysql"),
+		sv:   scratchVolume(mysqlSpec(func(m *v1alpha1.MySQLSpec) { m.SessionTempTablespaces = v1alpha1.TempTablespacesMemory })),
+	}, {
+		name: "mysql-8.4-args-temptable-max-ram",
+		sts:  withSTS(statefulSet("mysql:8.4", dataClaim, "/var/lib/mysql"), dbArgs("--innodb-buffer-pool-size=2G", "--temptable-max-ram=1G")),
+		sv:   scratchVolume(injection(v1alpha1.InjectionArgs)),
+	}, {
+		name: "percona-server-8.0-configfile-overridden-temp-tablespaces-dir",
+		sts:  withSTS(statefulSet("percona/percona-server:8.0", dataClaim, "/var/lib/mysql"), dbArgs("--innodb-temp-tablespaces-dir=/tmp/tt")),
+		sv:   scratchVolume(),
+	}}
+}
+
+// bitnamiCases are the Bitnami charts' StatefulSets, in the injection mode chosen for them
+// (ExtraFlags) and the ones they refuse, with and without a chart extraFlags value.
+func bitnamiCases() []injectionCase {
+	auto := func(sv *v1alpha1.ScratchVolume) { sv.Spec.MySQL = nil }
+	return []injectionCase{{
+		name: "bitnami-chart-mariadb-11.4-extraflags",
+		sts:  bitnamiStatefulSet("mariadb", "docker.io/bitnami/mariadb:11.4.5-debian-12-r2", nil),
+		sv:   scratchVolume(auto),
+	}, {
+		name: "bitnami-chart-mysql-8.4-extraflags",
+		sts:  bitnamiStatefulSet("mysql", "docker.io/bitnami/mysql:8.4.4-debian-12-r4", nil),
+		sv:   scratchVolume(auto),
+	}, {
+		// The chart's extraFlags stay in front of ours, and come back alone on revert.
+		name: "bitnami-chart-mysql-8.0-extraflags-merged",
+		sts: bitnamiStatefulSet("mysql", "bitnamilegacy/mysql:8.0.40-debian-12-r1",
+			chartExtraFlags("mysql", "--max-connect-errors=1000 --max_connections=500")),
+		sv: scratchVolume(auto, accounting(v1alpha1.MemoryReserve)),
+	}, {
+		name: "bitnami-chart-mariadb-10.11-extraflags-tmpdir-conflict",
+		sts: bitnamiStatefulSet("mariadb", "bitnami/mariadb:10.11",
+			chartExtraFlags("mariadb", "--tmpdir=/bitnami/mariadb/tmp --max-connections=200")),
+		sv: scratchVolume(auto),
+	}, {
+		name: "bitnami-chart-mariadb-10.11-extraflags-value-from",
+		sts: bitnamiStatefulSet("mariadb", "bitnami/mariadb:10.11", &corev1.EnvVar{Name: "MARIADB_EXTRA_FLAGS",
+			ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "db-flags"}, Key: "flags"}}}),
+		sv: scratchVolume(auto),
+	}, {
+		name: "bitnami-chart-mariadb-11.4-configfile",
+		sts:  bitnamiStatefulSet("mariadb", "bitnami/mariadb:11.4", nil),
+		sv:   scratchVolume(),
+	}, {
+		name: "bitnami-chart-mariadb-11.4-mountpath-over-socket-dir",
+		sts:  bitnamiStatefulSet("mariadb", "bitnami/mariadb:11.4", nil),
+		sv:   scratchVolume(auto, mountPath("/opt/bitnami/mariadb")),
+	}, {
+		// ExtraFlags names a variable only Bitnami's start script reads.
+		name: "mysql-8.4-extraflags",
+		sts:  statefulSet("mysql:8.4", dataClaim, "/var/lib/mysql"),
+		sv:   scratchVolume(injection(v1alpha1.InjectionExtraFlags)),
+	}}
 }
 
 func specialCases() []injectionCase {
@@ -225,11 +303,13 @@ type problem struct {
 }
 
 type planSummary struct {
-	Container string            `json:"container"`
-	Hash      string            `json:"hash"`
-	Profile   string            `json:"profile,omitempty"`
-	Notes     []problem         `json:"notes,omitempty"`
-	ConfigMap map[string]string `json:"configMap,omitempty"`
+	Container     string                  `json:"container"`
+	Hash          string                  `json:"hash"`
+	Profile       string                  `json:"profile,omitempty"`
+	Injection     string                  `json:"injection,omitempty"`
+	TempLocations []v1alpha1.TempLocation `json:"tempLocations,omitempty"`
+	Notes         []problem               `json:"notes,omitempty"`
+	ConfigMap     map[string]string       `json:"configMap,omitempty"`
 }
 
 func render(t *testing.T, c injectionCase) []byte {
@@ -239,7 +319,7 @@ func render(t *testing.T, c injectionCase) []byte {
 	if prob != nil {
 		out.Problem = &problem{prob.Reason, prob.Message}
 	} else {
-		s := &planSummary{Container: p.Container, Hash: p.Hash}
+		s := &planSummary{Container: p.Container, Hash: p.Hash, Injection: string(p.Injection), TempLocations: p.Locations}
 		if p.Profile != nil {
 			s.Profile = strings.Join([]string{string(p.Profile.Flavor), p.Profile.Version.String(), string(p.Profile.Packaging)}, " ")
 		}
@@ -285,19 +365,32 @@ func TestInjectGoldenLayout(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			l := p.Layout
+			spec := c.sv.Spec.MySQL
+			if spec == nil {
+				spec = &v1alpha1.MySQLSpec{}
+			}
 			tmpl := inject.Inject(c.sts.Spec.Template, []*inject.Plan{p})
 			db := containerIn(&tmpl, p.Container)
 			if got := volumeAt(c.sts, &tmpl, db, l.TmpDir); got == nil || got.Name != p.Volume.Name {
 				t.Errorf("tmpdir %s is not on the scratch volume %s", l.TmpDir, p.Volume.Name)
 			}
-			memory := c.sv.Spec.MySQL.InnoDBTmpdir == v1alpha1.InnoDBTmpdirMemory
+			memory := spec.InnoDBTmpdir == v1alpha1.InnoDBTmpdirMemory
 			if l.InnoDBTmpDir != "" && (l.InnoDBTmpDir == l.TmpDir) != memory {
-				t.Errorf("innodb_tmpdir %s with placement %q", l.InnoDBTmpDir, c.sv.Spec.MySQL.InnoDBTmpdir)
+				t.Errorf("innodb_tmpdir %s with placement %q", l.InnoDBTmpDir, spec.InnoDBTmpdir)
+			}
+			wantSession := p.Profile.SessionTempTablespaces && spec.SessionTempTablespaces != v1alpha1.TempTablespacesDisk
+			if (l.SessionTempDir == l.TmpDir) != wantSession || (l.SessionTempDir != "" && !wantSession) {
+				t.Errorf("innodb_temp_tablespaces_dir %q on a %s %s with placement %q", l.SessionTempDir,
+					p.Profile.Flavor, p.Profile.Version, spec.SessionTempTablespaces)
 			}
 			for _, d := range l.PersistentDirs() {
 				checkOnDisk(t, c.sts, &tmpl, db, p, d)
 			}
-			if p.Profile.GaleraSST && c.sv.Spec.MySQL.Injection == v1alpha1.InjectionConfigFile &&
+			checkLocations(t, c.sts, &tmpl, db, p)
+			if p.ExtraFlags != nil {
+				checkExtraFlags(t, c, p, db)
+			}
+			if p.Profile.GaleraSST && p.Injection == v1alpha1.InjectionConfigFile &&
 				!strings.Contains(p.ConfigData, "[sst]\ntmpdir = "+l.SSTTmpDir+"\n") {
 				t.Errorf("Galera-capable server without an [sst] tmpdir on disk:\n%s", p.ConfigData)
 			}
@@ -336,14 +429,67 @@ func checkOnDisk(t *testing.T, sts *appsv1.StatefulSet, tmpl *corev1.PodTemplate
 	}
 }
 
+// checkLocations fails unless every location reported in RAM is on the scratch volume and every
+// location reported on disk is on no memory volume, and tmpdir is among them.
+func checkLocations(t *testing.T, sts *appsv1.StatefulSet, tmpl *corev1.PodTemplateSpec, db *corev1.Container, p *inject.Plan) {
+	t.Helper()
+	if len(p.Locations) == 0 || p.Locations[0].Data != v1alpha1.TempDataTmpdir {
+		t.Errorf("the locations do not start with tmpdir: %+v", p.Locations)
+	}
+	for _, loc := range p.Locations {
+		v := volumeAt(sts, tmpl, db, loc.Path)
+		onScratch := v != nil && v.Name == p.Volume.Name
+		inRAM := v != nil && v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory
+		switch loc.Medium {
+		case v1alpha1.TempMediumMemory:
+			if !onScratch {
+				t.Errorf("%s is reported in RAM at %s, which is not on the scratch volume", loc.Data, loc.Path)
+			}
+		case v1alpha1.TempMediumDisk:
+			// The server's own defaults live in the data directory, wherever that is.
+			inDataDir := loc.Data == v1alpha1.TempDataGlobalTempTablespace || loc.Data == v1alpha1.TempDataSessionTempTablespaces
+			if inRAM && !inDataDir {
+				t.Errorf("%s is reported on disk at %s, which is on the memory volume %s", loc.Data, loc.Path, v.Name)
+			}
+		default:
+			t.Errorf("%s has medium %q", loc.Data, loc.Medium)
+		}
+	}
+}
+
+// checkExtraFlags fails unless the extra-flags variable holds the user's words, then exactly the
+// planned flags, and the container's args are untouched.
+func checkExtraFlags(t *testing.T, c injectionCase, p *inject.Plan, db *corev1.Container) {
+	t.Helper()
+	var user string
+	for _, e := range containerIn(&c.sts.Spec.Template, p.Container).Env {
+		if e.Name == p.ExtraFlags.Env {
+			user = e.Value
+		}
+	}
+	var got []string
+	for _, e := range db.Env {
+		if e.Name == p.ExtraFlags.Env {
+			got = append(got, e.Value)
+		}
+	}
+	want := strings.TrimSpace(user + " " + strings.Join(p.ExtraFlags.Flags, " "))
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("%s = %q, want exactly one %q", p.ExtraFlags.Env, got, want)
+	}
+	if !slices.Equal(db.Args, containerIn(&c.sts.Spec.Template, p.Container).Args) {
+		t.Errorf("ExtraFlags injection changed the args: %q", db.Args)
+	}
+}
+
 // checkDropInMount fails unless the drop-in is one read-only file, from an optional ConfigMap, in
 // the include directory.
 func checkDropInMount(t *testing.T, c injectionCase, p *inject.Plan) {
 	t.Helper()
 	m := *p.ConfigMount
 	dir := p.Profile.ConfigDir
-	if d := c.sv.Spec.MySQL.ConfigDir; d != "" {
-		dir = string(d)
+	if m := c.sv.Spec.MySQL; m != nil && m.ConfigDir != "" {
+		dir = string(m.ConfigDir)
 	}
 	if !m.ReadOnly || m.SubPath == "" || m.MountPath != dir+"/"+m.SubPath || !strings.HasSuffix(m.SubPath, ".cnf") {
 		t.Errorf("drop-in mount %+v: want one read-only .cnf file in %s", m, dir)

@@ -2,6 +2,7 @@ package inject
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -14,8 +15,20 @@ import (
 // of the container that writes them and stay charged across container restarts, so the scratch
 // volume competes with the database for the container's limit.
 //
-// Validate requires limit >= size + innodb_buffer_pool_size (when set in args) + headroom; Reserve
-// returns the size to add to the container's request and limit; Ignore only says what it skipped.
+// Validate requires limit >= size + innodb_buffer_pool_size + temptable_max_ram (each when set in
+// args) + headroom; Reserve returns the size to add to the container's request and limit; Ignore
+// only says what it skipped.
+//
+// What can land on the volume is counted in full, as spec.size: the kubelet caps the tmpfs at its
+// sizeLimit, and everything the server writes there — sort files, Aria/MyISAM temporary tables,
+// the session temporary tablespaces (MySQL 8.0.13+, unless kept on disk), the TempTable engine's
+// memory-mapped overflow files (up to temptable_max_mmap: 1GiB by default from 8.0.23, 0 = none
+// by default on 8.4) — shares that one cap, whatever tmp_table_size, temptable_max_ram or
+// temptable_max_mmap say. The server's own memory beside it is the buffer pool, the in-memory
+// internal temporary tables (each up to tmp_table_size; all TempTable ones together up to
+// temptable_max_ram, 1GiB by default, on 8.4 3% of the machine's memory within 1GiB to 4GiB) and
+// per-connection buffers: the two large ones are counted when the args set them, the rest is the
+// headroom's to cover.
 func memoryBudget(sv *v1alpha1.ScratchVolume, c *corev1.Container) (reserve *resource.Quantity, note Note, err error) {
 	size := sv.Spec.Size.DeepCopy()
 	switch sv.Spec.Memory.Accounting {
@@ -54,26 +67,33 @@ func memoryBudget(sv *v1alpha1.ScratchVolume, c *corev1.Container) (reserve *res
 		"container %s's %s memory limit covers %s (%s)", c.Name, formatBytes(limit), formatBytes(need), breakdown)}, nil
 }
 
-// memoryNeed is size + buffer pool (when the args set one) + headroom, with a readable breakdown.
+// memoryNeed is size + buffer pool + TempTable memory (when the args set them) + headroom, with a
+// readable breakdown.
 func memoryNeed(sv *v1alpha1.ScratchVolume, c *corev1.Container) (resource.Quantity, string, error) {
 	headroom := resource.MustParse(v1alpha1.DefaultMemoryHeadroom)
 	if sv.Spec.Memory.Headroom != nil {
 		headroom = sv.Spec.Memory.Headroom.DeepCopy()
 	}
 	need := sv.Spec.Size.DeepCopy()
-	breakdown := formatBytes(need) + " scratch volume"
+	parts := []string{formatBytes(need) + " scratch volume"}
 	if sv.Spec.Purpose == v1alpha1.PurposeMySQLTmpdir {
-		pool, found, err := mysql.BufferPoolSize(append(append([]string{}, c.Command...), c.Args...))
-		if err != nil {
-			return need, "", problemf(v1alpha1.ReasonInvalidArgs, "container %s: %v", c.Name, err)
-		}
-		if found {
-			q := *resource.NewQuantity(pool, resource.BinarySI)
-			need.Add(q)
-			breakdown += " + " + formatBytes(q) + " innodb_buffer_pool_size"
+		args := append(append([]string{}, c.Command...), c.Args...)
+		for _, opt := range []struct {
+			name string
+			read func([]string) (int64, bool, error)
+		}{{"innodb_buffer_pool_size", mysql.BufferPoolSize}, {"temptable_max_ram", mysql.TempTableMaxRAM}} {
+			n, found, err := opt.read(args)
+			if err != nil {
+				return need, "", problemf(v1alpha1.ReasonInvalidArgs, "container %s: %v", c.Name, err)
+			}
+			if found {
+				q := *resource.NewQuantity(n, resource.BinarySI)
+				need.Add(q)
+				parts = append(parts, formatBytes(q)+" "+opt.name)
+			}
 		}
 	}
 	need.Add(headroom)
-	breakdown += " + " + formatBytes(headroom) + " headroom"
-	return need, breakdown, nil
+	parts = append(parts, formatBytes(headroom)+" headroom")
+	return need, strings.Join(parts, " + "), nil
 }

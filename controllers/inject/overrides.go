@@ -22,6 +22,13 @@ import (
 type override struct {
 	Container string   `json:"container"`
 	Args      []string `json:"args,omitempty"`
+	// Env is the variable EnvFlags were added to (ExtraFlags injection); EnvBefore is its value
+	// before (nil: the container did not set it) and EnvAfter the value written, to tell ours from a
+	// later edit and to give the user back exactly their value.
+	Env       string   `json:"env,omitempty"`
+	EnvFlags  []string `json:"envFlags,omitempty"`
+	EnvBefore *string  `json:"envBefore,omitempty"`
+	EnvAfter  string   `json:"envAfter,omitempty"`
 	// Memory is what was added to the container's memory request and limit.
 	Memory string `json:"memory,omitempty"`
 	// Request and Limit are the values that resulted, to tell our value from a later edit.
@@ -29,10 +36,11 @@ type override struct {
 	Limit   string `json:"limit,omitempty"`
 }
 
-// ContainerChange is the args and memory a container must end up with.
+// ContainerChange is the args, environment and memory a container must end up with.
 type ContainerChange struct {
 	Container string
 	Args      []string
+	Env       []corev1.EnvVar
 	// Request and Limit are the memory request and limit; nil when the user set none.
 	Request, Limit *resource.Quantity
 }
@@ -70,6 +78,9 @@ func undoOverrides(tmpl *corev1.PodTemplateSpec) {
 		}
 		for j := len(mine) - 1; j >= 0; j-- {
 			c.Args = removeFlags(c.Args, mine[j].Args)
+			if mine[j].Env != "" {
+				c.Env = undoEnv(c.Env, mine[j])
+			}
 		}
 		undoMemory(c, mine)
 	}
@@ -119,25 +130,16 @@ func undoMemory(c *corev1.Container, mine []override) {
 // container must end up with, and the state annotations that record them. kept names ScratchVolumes
 // that are blocked but stay injected: their recorded flags and memory, read from live, stay too.
 func Overrides(user, live *corev1.PodTemplateSpec, plans []*Plan, kept []string) ([]ContainerChange, map[string]string) {
-	type contribution struct {
-		sv     string
-		args   []string
-		memory *resource.Quantity
-	}
 	byContainer := map[string][]contribution{}
 	for _, p := range plans {
-		if len(p.Args) > 0 || p.Reserve != nil {
-			byContainer[p.Container] = append(byContainer[p.Container], contribution{p.ScratchVolume, p.Args, p.Reserve})
+		if len(p.Args) > 0 || p.Reserve != nil || p.ExtraFlags != nil {
+			byContainer[p.Container] = append(byContainer[p.Container], contribution{p.ScratchVolume, p.Args, p.ExtraFlags, p.Reserve})
 		}
 	}
 	recorded := readOverrides(live)
 	for _, name := range kept {
 		if o, ok := recorded[name]; ok {
-			var mem *resource.Quantity
-			if q, err := resource.ParseQuantity(o.Memory); err == nil {
-				mem = &q
-			}
-			byContainer[o.Container] = append(byContainer[o.Container], contribution{name, o.Args, mem})
+			byContainer[o.Container] = append(byContainer[o.Container], o.contribution(name))
 		}
 	}
 	var changes []ContainerChange
@@ -149,17 +151,23 @@ func Overrides(user, live *corev1.PodTemplateSpec, plans []*Plan, kept []string)
 		}
 		contribs := byContainer[name]
 		sort.Slice(contribs, func(i, j int) bool { return contribs[i].sv < contribs[j].sv })
-		ch := ContainerChange{Container: name, Args: append([]string(nil), base.Args...)}
+		ch := ContainerChange{Container: name, Args: append([]string(nil), base.Args...), Env: base.Env}
 		added := resource.Quantity{}
-		for _, c := range contribs {
+		records := make([]override, len(contribs))
+		for i, c := range contribs {
 			ch.Args = append(ch.Args, c.args...)
 			if c.memory != nil {
 				added.Add(*c.memory)
 			}
+			if c.env != nil {
+				records[i].Env, records[i].EnvFlags = c.env.Env, c.env.Flags
+				ch.Env, records[i].EnvBefore, records[i].EnvAfter = mergeEnv(ch.Env, c.env.Env, c.env.Flags)
+			}
 		}
 		ch.Request, ch.Limit = plus(base.Resources.Requests, added), plus(base.Resources.Limits, added)
-		for _, c := range contribs {
-			o := override{Container: name, Args: c.args, Request: str(ch.Request), Limit: str(ch.Limit)}
+		for i, c := range contribs {
+			o := records[i]
+			o.Container, o.Args, o.Request, o.Limit = name, c.args, str(ch.Request), str(ch.Limit)
 			if c.memory != nil {
 				o.Memory = c.memory.String()
 			}
@@ -169,6 +177,26 @@ func Overrides(user, live *corev1.PodTemplateSpec, plans []*Plan, kept []string)
 		changes = append(changes, ch)
 	}
 	return changes, states
+}
+
+// contribution is what one ScratchVolume adds to one container.
+type contribution struct {
+	sv     string
+	args   []string
+	env    *EnvFlags
+	memory *resource.Quantity
+}
+
+// contribution is what a recorded override added, for a ScratchVolume that stays injected as it was.
+func (o override) contribution(sv string) contribution {
+	c := contribution{sv: sv, args: o.Args}
+	if q, err := resource.ParseQuantity(o.Memory); err == nil {
+		c.memory = &q
+	}
+	if o.Env != "" {
+		c.env = &EnvFlags{Env: o.Env, Flags: o.EnvFlags}
+	}
+	return c
 }
 
 // Pending returns the changes whose container does not have those values yet.
@@ -183,7 +211,7 @@ func Pending(live *corev1.PodTemplateSpec, changes []ContainerChange, user *core
 			continue
 		}
 		if u := containerNamed(&user.Spec, name); u != nil {
-			want[name] = ContainerChange{Container: name, Args: u.Args,
+			want[name] = ContainerChange{Container: name, Args: u.Args, Env: u.Env,
 				Request: quantityOf(u.Resources.Requests), Limit: quantityOf(u.Resources.Limits)}
 		}
 	}
@@ -194,7 +222,8 @@ func Pending(live *corev1.PodTemplateSpec, changes []ContainerChange, user *core
 		if c == nil {
 			continue
 		}
-		if !equality.Semantic.DeepEqual(c.Args, ch.Args) || !sameQuantity(quantityOf(c.Resources.Requests), ch.Request) ||
+		if !equality.Semantic.DeepEqual(c.Args, ch.Args) || !equality.Semantic.DeepEqual(c.Env, ch.Env) ||
+			!sameQuantity(quantityOf(c.Resources.Requests), ch.Request) ||
 			!sameQuantity(quantityOf(c.Resources.Limits), ch.Limit) {
 			out = append(out, ch)
 		}

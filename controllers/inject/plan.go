@@ -44,6 +44,17 @@ type Plan struct {
 	// Args are the flags appended to Container's args (Args injection only).
 	Args []string
 
+	// ExtraFlags are the flags added to the image's extra-flags environment variable (ExtraFlags
+	// injection only).
+	ExtraFlags *EnvFlags
+
+	// Injection is how the settings reach the server (MySQLTmpdir only): spec.mysql.injection, or
+	// the mode the image calls for.
+	Injection v1alpha1.InjectionMode
+
+	// Locations say where each kind of temporary data goes (MySQLTmpdir only).
+	Locations []v1alpha1.TempLocation
+
 	// Init creates, before the server starts, the directories that must stay on the persistent
 	// volume; nil when there are none to create.
 	Init *corev1.Container
@@ -175,10 +186,17 @@ func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c 
 		}
 		return fmt.Errorf("failed to classify image %s: %w", c.Image, err)
 	}
-	p.Profile = &profile
 	data := findDataVolume(sts, c, profile.DataDir)
+	if data.Mount != nil && !paths.Within(profile.PersistentRoot, data.Mount.MountPath) {
+		// A chart that mounts its claim right at the data directory leaves no room beside it.
+		profile.PersistentRoot = profile.DataDir
+	}
+	p.Profile = &profile
 	if n := data.note(c.Name, profile.DataDir); n != nil {
 		p.Notes = append(p.Notes, *n)
+	}
+	if err := checkReservedDirs(profile, c, p.Mount.MountPath); err != nil {
+		return err
 	}
 	layout := mysql.DefaultLayout(profile, p.Mount.MountPath, sv.Spec.MySQL)
 	if data.Mount == nil || data.Memory {
@@ -201,7 +219,34 @@ func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c 
 	if p.DiskVolume == nil {
 		p.Init = initContainer(sv, c, data.Mount, layout.PersistentDirs())
 	}
+	p.Locations = mysql.Locations(profile, layout, p.Injection == v1alpha1.InjectionConfigFile)
+	if n := sessionTempNote(sv, profile, c.Name); n != nil {
+		p.Notes = append(p.Notes, *n)
+	}
 	return nil
+}
+
+// checkReservedDirs refuses a mount path at, above or inside a directory the image needs as it is
+// (Bitnami's /opt/bitnami/<db>/tmp, which holds the socket and the pid file).
+func checkReservedDirs(profile mysql.Profile, c *corev1.Container, mountPath string) error {
+	for _, d := range profile.ReservedDirs {
+		if paths.Within(mountPath, d) || paths.Within(d, mountPath) {
+			return problemf(v1alpha1.ReasonMountPathInUse,
+				"container %s keeps its socket and pid file in %s, which the scratch volume at %s would hide: set spec.mountPath to another directory, such as %s",
+				c.Name, d, mountPath, v1alpha1.DefaultMySQLTmpdirMountPath)
+		}
+	}
+	return nil
+}
+
+// sessionTempNote explains a spec.mysql.sessionTempTablespaces: Memory that has nothing to move.
+func sessionTempNote(sv *v1alpha1.ScratchVolume, profile mysql.Profile, container string) *Note {
+	if sv.Spec.MySQL == nil || sv.Spec.MySQL.SessionTempTablespaces != v1alpha1.TempTablespacesMemory || profile.SessionTempTablespaces {
+		return nil
+	}
+	return &Note{Reason: v1alpha1.ReasonNoSessionTempTablespaces, Message: fmt.Sprintf(
+		"container %s runs %s %s, which has no session temporary tablespaces (MySQL 8.0.13 and later have them); its on-disk internal temporary tables go to %s",
+		container, profile.Flavor, profile.Version, profile.InternalTmpTables)}
 }
 
 // checkPersistentDirs requires every must-survive directory to be on the volume that holds them (the
@@ -250,38 +295,81 @@ func (p *Plan) planDiskFallback(sv *v1alpha1.ScratchVolume, c *corev1.Container,
 	return nil
 }
 
-// planDelivery renders the settings as a drop-in file (ConfigFile) or flags (Args).
+// planDelivery renders the settings as a drop-in file (ConfigFile), flags (Args) or words of the
+// image's extra-flags variable (ExtraFlags).
 func (p *Plan) planDelivery(sv *v1alpha1.ScratchVolume, sts string, c *corev1.Container, profile mysql.Profile, l mysql.Layout) error {
-	args := append(append([]string{}, c.Command...), c.Args...)
-	mode := v1alpha1.InjectionConfigFile
-	if sv.Spec.MySQL != nil && sv.Spec.MySQL.Injection != "" {
-		mode = sv.Spec.MySQL.Injection
+	p.Injection = injectionMode(sv, profile)
+	switch p.Injection {
+	case v1alpha1.InjectionArgs:
+		return p.planArgs(c, profile, l)
+	case v1alpha1.InjectionExtraFlags:
+		return p.planExtraFlags(c, profile, l)
 	}
-	if mode == v1alpha1.InjectionArgs {
-		if profile.Packaging == mysql.PackagingBitnami {
-			return problemf(v1alpha1.ReasonArgsIgnored,
-				"image %s starts the server from its own scripts and does not pass container args to it: flags cannot reach it; mount a drop-in file yourself, or use an image that reads /etc/mysql/conf.d",
-				c.Image)
-		}
-		if !profile.ArgsSufficient() && profile.Flavor == v1alpha1.FlavorPerconaXtraDBCluster {
-			return problemf(v1alpha1.ReasonArgsIgnored,
-				"container %s runs Percona XtraDB Cluster, whose state transfers read their temporary directory from the [sst] and [xtrabackup] sections that flags cannot set; with Args they would stage a full copy of the data in RAM: use spec.mysql.injection: ConfigFile",
-				c.Name)
-		}
-		if !profile.ArgsSufficient() {
-			p.Notes = append(p.Notes, Note{Reason: v1alpha1.ReasonGaleraSST, Message: fmt.Sprintf(
-				"flags cannot set the [sst] temporary directory of container %s: if the server joins a Galera cluster, use spec.mysql.injection: ConfigFile", c.Name)})
-		}
-		for _, flag := range mysql.Args(profile, l) {
-			name, _, _ := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
-			if _, found := mysql.FindOption(args, name); found {
-				return problemf(v1alpha1.ReasonOverriddenByArgs,
-					"container %s already passes --%s: remove it from the args, the ScratchVolume sets it", c.Name, name)
-			}
-		}
-		p.Args = mysql.Args(profile, l)
+	return p.planConfigFile(sv, sts, c, profile, l)
+}
+
+// injectionMode is spec.mysql.injection, else ExtraFlags for images whose start script takes
+// extra flags from the environment (they read no include directory and ignore container args),
+// else ConfigFile.
+func injectionMode(sv *v1alpha1.ScratchVolume, profile mysql.Profile) v1alpha1.InjectionMode {
+	switch {
+	case sv.Spec.MySQL != nil && sv.Spec.MySQL.Injection != "":
+		return sv.Spec.MySQL.Injection
+	case profile.ExtraFlagsEnv != "":
+		return v1alpha1.InjectionExtraFlags
+	}
+	return v1alpha1.InjectionConfigFile
+}
+
+// checkFlagsOnly refuses, or notes, a Galera-capable server whose settings go as flags, which cannot
+// reach the [sst] and [xtrabackup] groups.
+func (p *Plan) checkFlagsOnly(c *corev1.Container, profile mysql.Profile, how string) error {
+	if profile.ArgsSufficient() {
 		return nil
 	}
+	if profile.Flavor == v1alpha1.FlavorPerconaXtraDBCluster {
+		return problemf(v1alpha1.ReasonArgsIgnored,
+			"container %s runs Percona XtraDB Cluster, whose state transfers read their temporary directory from the [sst] and [xtrabackup] sections that %s cannot set; with %s they would stage a full copy of the data in RAM: use spec.mysql.injection: ConfigFile",
+			c.Name, how, p.Injection)
+	}
+	p.Notes = append(p.Notes, Note{Reason: v1alpha1.ReasonGaleraSST, Message: fmt.Sprintf(
+		"%s cannot set the [sst] temporary directory of container %s: if the server joins a Galera cluster, use spec.mysql.injection: ConfigFile",
+		how, c.Name)})
+	return nil
+}
+
+// checkFlagConflicts refuses flags the user already passes: theirs or ours would silently lose.
+// where says how the user passes them ("the args", "MARIADB_EXTRA_FLAGS").
+func checkFlagConflicts(c *corev1.Container, existing, flags []string, where string) error {
+	for _, flag := range flags {
+		name, _, _ := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
+		if _, found := mysql.FindOption(existing, name); found {
+			return problemf(v1alpha1.ReasonOverriddenByArgs,
+				"container %s already passes --%s: remove it from %s, the ScratchVolume sets it", c.Name, name, where)
+		}
+	}
+	return nil
+}
+
+func (p *Plan) planArgs(c *corev1.Container, profile mysql.Profile, l mysql.Layout) error {
+	if profile.Packaging == mysql.PackagingBitnami {
+		return problemf(v1alpha1.ReasonArgsIgnored,
+			"image %s starts the server from its own scripts and does not pass container args to it: flags cannot reach it; use spec.mysql.injection: ExtraFlags (the default for Bitnami images)",
+			c.Image)
+	}
+	if err := p.checkFlagsOnly(c, profile, "flags"); err != nil {
+		return err
+	}
+	flags := mysql.Args(profile, l)
+	if err := checkFlagConflicts(c, append(append([]string{}, c.Command...), c.Args...), flags, "the args"); err != nil {
+		return err
+	}
+	p.Args = flags
+	return nil
+}
+
+func (p *Plan) planConfigFile(sv *v1alpha1.ScratchVolume, sts string, c *corev1.Container, profile mysql.Profile, l mysql.Layout) error {
+	args := append(append([]string{}, c.Command...), c.Args...)
 	if hits := mysql.DropInOverriddenBy(args, profile); len(hits) > 0 {
 		return problemf(v1alpha1.ReasonOverriddenByArgs,
 			"container %s passes %s on its command line, which would override the drop-in file: remove it, or set spec.mysql.injection: Args",
@@ -293,8 +381,9 @@ func (p *Plan) planDelivery(sv *v1alpha1.ScratchVolume, sts string, c *corev1.Co
 	}
 	if dir == "" {
 		hint := "set spec.mysql.configDir to a directory your my.cnf includes, or spec.mysql.injection: Args"
-		if profile.Packaging == mysql.PackagingBitnami {
-			hint = "bitnami images read only their own my.cnf and ignore container args, so neither injection mode can reach the server"
+		if profile.ExtraFlagsEnv != "" {
+			hint = fmt.Sprintf("its start script reads only its own my.cnf; use spec.mysql.injection: ExtraFlags (the default for this image), which adds the flags to %s, or set spec.mysql.configDir to a directory your my.cnf includes",
+				profile.ExtraFlagsEnv)
 		}
 		return problemf(v1alpha1.ReasonConfigDirUnusable, "image %s reads no drop-in directory: %s", c.Image, hint)
 	}
@@ -352,9 +441,10 @@ func (p *Plan) hash() string {
 		ConfigData   string
 		DiskVolume   *corev1.Volume
 		Args         []string
+		ExtraFlags   *EnvFlags `json:",omitempty"`
 		Init         *corev1.Container
 		Reserve      string
-	}{p.Container, p.Volume, p.Mount, p.ConfigVolume, p.ConfigMount, p.ConfigData, p.DiskVolume, p.Args, p.Init, ""}
+	}{p.Container, p.Volume, p.Mount, p.ConfigVolume, p.ConfigMount, p.ConfigData, p.DiskVolume, p.Args, p.ExtraFlags, p.Init, ""}
 	if p.Reserve != nil {
 		content.Reserve = p.Reserve.String()
 	}

@@ -27,7 +27,7 @@ func Inject(tmpl corev1.PodTemplateSpec, plans []*Plan) corev1.PodTemplateSpec {
 	}
 	for _, ch := range changes {
 		c := containerNamed(&out.Spec, ch.Container)
-		c.Args = ch.Args
+		c.Args, c.Env = ch.Args, ch.Env
 		setMemory(c.Resources.Requests, ch.Request)
 		setMemory(c.Resources.Limits, ch.Limit)
 	}

@@ -48,13 +48,23 @@ func normalizeOptionName(name string) string {
 // accepts a plain number or one with a K, M, G, T, P or E suffix in either case, each a factor
 // of 1024. found is true whenever the option is present, also when its value is malformed.
 func BufferPoolSize(args []string) (bytes int64, found bool, err error) {
-	v, found := FindOption(args, optBufferPoolSize)
+	return sizeOption(args, optBufferPoolSize)
+}
+
+// TempTableMaxRAM reads temptable_max_ram, the memory MySQL 8's TempTable engine may take for
+// in-memory internal temporary tables before it spills, like BufferPoolSize.
+func TempTableMaxRAM(args []string) (bytes int64, found bool, err error) {
+	return sizeOption(args, optTempTableMaxRAM)
+}
+
+func sizeOption(args []string, name string) (bytes int64, found bool, err error) {
+	v, found := FindOption(args, name)
 	if !found {
 		return 0, false, nil
 	}
 	n, err := parseSize(v)
 	if err != nil {
-		return 0, true, fmt.Errorf("invalid %s %q: %w", optBufferPoolSize, v, err)
+		return 0, true, fmt.Errorf("invalid %s %q: %w", name, v, err)
 	}
 	return n, true, nil
 }
@@ -92,6 +102,9 @@ func DropInOverriddenBy(args []string, p Profile) []string {
 	names := []string{optTmpdir, optReplicaLoadTmpdir, optSlaveLoadTmpdir}
 	if p.InnoDBTmpdir {
 		names = append(names, optInnoDBTmpdir)
+	}
+	if p.SessionTempTablespaces {
+		names = append(names, optTempTablespaces)
 	}
 	names = append(names, "defaults-file", "no-defaults")
 	var hits []string

@@ -52,7 +52,44 @@ type Profile struct {
 	// GaleraSST is true when a Galera state transfer may run in this container and looks up its
 	// temporary directory in [sst] (and [xtrabackup]) before falling back to [mysqld] tmpdir.
 	GaleraSST bool
+
+	// SessionTempTablespaces is true when the server keeps InnoDB temporary tables in session
+	// temporary tablespaces whose directory innodb_temp_tablespaces_dir sets (MySQL and Percona
+	// 8.0.13 and later).
+	SessionTempTablespaces bool
+	// GlobalTempTablespace is true when the server has the global temporary tablespace ibtmp1
+	// (innodb_temp_data_file_path): MySQL 5.7 and later, MariaDB 10.2 and later.
+	GlobalTempTablespace bool
+	// InternalTmpTables says where on-disk internal temporary tables go with the server's
+	// defaults; see InternalTmpTablesIn.
+	InternalTmpTables InternalTmpTablesIn
+
+	// PersistentRoot is the directory under which the operator keeps the directories that must
+	// survive a restart: the data directory, or for Bitnami the claim's mount point one level above
+	// it, so that nothing of ours appears inside the data directory the image's scripts manage.
+	PersistentRoot string
+	// ExtraFlagsEnv is the environment variable whose words the image's start script appends to
+	// the server's command line (Bitnami only), empty otherwise.
+	ExtraFlagsEnv string
+	// ReservedDirs are directories of the image that must stay as the image has them: Bitnami's
+	// /opt/bitnami/<db>/tmp holds the socket and the pid file besides the chart's tmpdir.
+	ReservedDirs []string
 }
+
+// InternalTmpTablesIn says which temporary storage holds a server's on-disk internal temporary
+// tables (GROUP BY, DISTINCT, UNION, derived tables that outgrow memory) by default.
+type InternalTmpTablesIn string
+
+const (
+	// InternalTmpTablesInTmpdir: Aria or MyISAM files in tmpdir (MariaDB; MySQL before 5.7.5).
+	InternalTmpTablesInTmpdir InternalTmpTablesIn = "tmpdir"
+	// InternalTmpTablesInGlobalTablespace: InnoDB tables in ibtmp1 (MySQL 5.7.5 to 8.0.12, where
+	// internal_tmp_disk_storage_engine defaults to InnoDB; MYISAM would put them in tmpdir).
+	InternalTmpTablesInGlobalTablespace InternalTmpTablesIn = "ibtmp1"
+	// InternalTmpTablesInSessionTablespaces: InnoDB tables in the session temporary tablespaces
+	// (MySQL 8.0.13 and later; always from 8.0.16, when internal_tmp_disk_storage_engine went).
+	InternalTmpTablesInSessionTablespaces InternalTmpTablesIn = "session temporary tablespaces"
+)
 
 // UnknownImageError says that the flavor or version of an image cannot be told from its
 // reference. The operator never guesses them: option names depend on both.
@@ -97,6 +134,7 @@ func Detect(image string, override *v1alpha1.MySQLSpec) (Profile, error) {
 	}
 	if override.DataDir != "" {
 		p.DataDir = string(override.DataDir)
+		p.PersistentRoot = p.DataDir
 	}
 	return p, nil
 }

@@ -27,16 +27,35 @@ func ver(t *testing.T, s string) Version {
 
 // Expected profiles, spelled out per family so that a change in the rules shows up as a diff.
 func officialMySQL(v Version, replica string, innodb bool, ignore string) Profile {
-	return Profile{Flavor: v1alpha1.FlavorMySQL, Version: v, Packaging: PackagingOfficial,
-		ConfigDir: "/etc/mysql/conf.d", DataDir: "/var/lib/mysql",
+	p := Profile{Flavor: v1alpha1.FlavorMySQL, Version: v, Packaging: PackagingOfficial,
+		ConfigDir: "/etc/mysql/conf.d", DataDir: "/var/lib/mysql", PersistentRoot: "/var/lib/mysql",
 		ReplicaLoadOption: replica, InnoDBTmpdir: innodb, IgnoreDBDirOption: ignore}
+	mysqlTempTables(&p)
+	return p
+}
+
+// mysqlTempTables spells out, from the manuals' "Temporary Tablespaces" and "Internal Temporary
+// Table Use in MySQL", where a MySQL release keeps its temporary tables.
+func mysqlTempTables(p *Profile) {
+	v := p.Version
+	switch {
+	case v.Latest || v.Major >= 9 || (v.Major == 8 && (v.Minor > 0 || !v.MinorGiven || !v.PatchGiven || v.Patch >= 13)):
+		p.GlobalTempTablespace, p.SessionTempTablespaces, p.InternalTmpTables = true, true, InternalTmpTablesInSessionTablespaces
+	case v.Major == 8 || (v.Major == 5 && v.Minor == 7 && (!v.PatchGiven || v.Patch >= 5)):
+		p.GlobalTempTablespace, p.InternalTmpTables = true, InternalTmpTablesInGlobalTablespace
+	case v.Major == 5 && v.Minor == 7 && v.Patch >= 1:
+		p.GlobalTempTablespace, p.InternalTmpTables = true, InternalTmpTablesInTmpdir
+	default:
+		p.InternalTmpTables = InternalTmpTablesInTmpdir
+	}
 }
 
 func officialMariaDB(v Version, innodb bool) Profile {
 	return Profile{Flavor: v1alpha1.FlavorMariaDB, Version: v, Packaging: PackagingOfficial,
-		ConfigDir: "/etc/mysql/conf.d", DataDir: "/var/lib/mysql",
+		ConfigDir: "/etc/mysql/conf.d", DataDir: "/var/lib/mysql", PersistentRoot: "/var/lib/mysql",
 		ReplicaLoadOption: "slave_load_tmpdir", InnoDBTmpdir: innodb,
-		IgnoreDBDirOption: "ignore-db-dirs", GaleraSST: true}
+		IgnoreDBDirOption: "ignore-db-dirs", GaleraSST: true,
+		InternalTmpTables: InternalTmpTablesInTmpdir, GlobalTempTablespace: v.Latest || v.Major > 10 || v.Minor >= 2}
 }
 
 func with(p Profile, edit func(*Profile)) Profile {
@@ -50,7 +69,15 @@ func TestDetect(t *testing.T) {
 		slave   = "slave_load_tmpdir"
 		ignore  = "ignore-db-dir"
 	)
-	bitnami := func(p *Profile) { p.Packaging, p.ConfigDir = PackagingBitnami, "" }
+	// bitnami is the chart's layout: the claim at /bitnami/<db>, the data directory below it, the
+	// start script's extra-flags variable, and the directory holding tmpdir, socket and pid file.
+	bitnami := func(db string) func(p *Profile) {
+		return func(p *Profile) {
+			p.Packaging, p.ConfigDir = PackagingBitnami, ""
+			p.DataDir, p.PersistentRoot = "/bitnami/"+db+"/data", "/bitnami/"+db
+			p.ExtraFlagsEnv, p.ReservedDirs = strings.ToUpper(db)+"_EXTRA_FLAGS", []string{"/opt/bitnami/" + db + "/tmp"}
+		}
+	}
 	tests := []struct {
 		name     string
 		image    string
@@ -174,32 +201,28 @@ func TestDetect(t *testing.T) {
 		}},
 		{"bitnami mysql", "bitnami/mysql:8.0", nil, func(t *testing.T) Profile {
 			return with(officialMySQL(ver(t, "8.0"), replica, true, ""), func(p *Profile) {
-				bitnami(p)
-				p.DataDir = "/bitnami/mysql/data"
+				bitnami("mysql")(p)
 			})
 		}},
 		{"bitnami mysql long tag", "docker.io/bitnami/mysql:8.0.36-debian-12-r8", nil, func(t *testing.T) Profile {
 			return with(officialMySQL(ver(t, "8.0.36"), replica, true, ""), func(p *Profile) {
-				bitnami(p)
-				p.DataDir = "/bitnami/mysql/data"
+				bitnami("mysql")(p)
 			})
 		}},
 		{"bitnami legacy namespace", "bitnamilegacy/mysql:5.7", nil, func(t *testing.T) Profile {
 			return with(officialMySQL(ver(t, "5.7"), slave, true, ignore), func(p *Profile) {
-				bitnami(p)
-				p.DataDir = "/bitnami/mysql/data"
+				bitnami("mysql")(p)
 			})
 		}},
 		{"bitnami mariadb has no galera", "bitnami/mariadb:10.11", nil, func(t *testing.T) Profile {
 			return with(officialMariaDB(ver(t, "10.11"), true), func(p *Profile) {
-				bitnami(p)
-				p.DataDir, p.GaleraSST = "/bitnami/mariadb/data", false
+				bitnami("mariadb")(p)
+				p.GaleraSST = false
 			})
 		}},
 		{"bitnami mariadb galera", "bitnami/mariadb-galera:11.4", nil, func(t *testing.T) Profile {
 			return with(officialMariaDB(ver(t, "11.4"), true), func(p *Profile) {
-				bitnami(p)
-				p.DataDir = "/bitnami/mariadb/data"
+				bitnami("mariadb")(p)
 			})
 		}},
 		{"override for an unknown image", "mycorp/db:1.2",
@@ -217,8 +240,8 @@ func TestDetect(t *testing.T) {
 		{"override flavor matching the image keeps its packaging", "bitnami/mariadb:10.11",
 			&v1alpha1.MySQLSpec{Flavor: v1alpha1.FlavorMariaDB}, func(t *testing.T) Profile {
 				return with(officialMariaDB(ver(t, "10.11"), true), func(p *Profile) {
-					bitnami(p)
-					p.DataDir, p.GaleraSST = "/bitnami/mariadb/data", false
+					bitnami("mariadb")(p)
+					p.GaleraSST = false
 				})
 			}},
 		{"override flavor unlike the image drops its packaging", "mysql:8.0",
@@ -230,7 +253,8 @@ func TestDetect(t *testing.T) {
 		{"override paths", "bitnami/mysql:8.0",
 			&v1alpha1.MySQLSpec{ConfigDir: "/opt/bitnami/mysql/conf/extra.d", DataDir: "/data/mysql"}, func(t *testing.T) Profile {
 				return with(officialMySQL(ver(t, "8.0"), replica, true, ""), func(p *Profile) {
-					p.Packaging, p.ConfigDir, p.DataDir = PackagingBitnami, "/opt/bitnami/mysql/conf/extra.d", "/data/mysql"
+					bitnami("mysql")(p)
+					p.ConfigDir, p.DataDir, p.PersistentRoot = "/opt/bitnami/mysql/conf/extra.d", "/data/mysql", "/data/mysql"
 				})
 			}},
 	}

@@ -44,18 +44,29 @@ type Layout struct {
 	InnoDBTmpDir string
 	// SSTTmpDir is the Galera state-transfer staging area; persistent.
 	SSTTmpDir string
+	// SessionTempDir is innodb_temp_tablespaces_dir on the RAM volume; empty leaves the session
+	// temporary tablespaces in #innodb_temp in the data directory. It is the volume's root, which
+	// exists before the server starts: the server refuses to start when an explicit
+	// innodb_temp_tablespaces_dir does not exist or lies inside the data directory, and creates
+	// only its default #innodb_temp itself.
+	SessionTempDir string
 	// HiddenDirs are names of directories inside the data directory to hide from SHOW DATABASES.
 	HiddenDirs []string
 }
 
 // DefaultLayout places everything for a profile: tmpDir (the RAM volume's mount path) for
-// tmpdir, and the persistent directories under DataDir/PersistentDirName unless spec overrides
-// them. It fills only what the profile's server reads.
+// tmpdir and, unless spec.mysql.sessionTempTablespaces says Disk, the session temporary
+// tablespaces; the persistent directories under PersistentRoot/PersistentDirName unless spec
+// overrides them. It fills only what the profile's server reads.
 func DefaultLayout(p Profile, tmpDir string, spec *v1alpha1.MySQLSpec) Layout {
 	if spec == nil {
 		spec = &v1alpha1.MySQLSpec{}
 	}
-	base := path.Join(p.DataDir, PersistentDirName)
+	root := p.PersistentRoot
+	if root == "" {
+		root = p.DataDir
+	}
+	base := path.Join(root, PersistentDirName)
 	l := Layout{TmpDir: tmpDir, ReplicaLoadDir: path.Join(base, replicaLoadSubdir)}
 	if spec.ReplicaLoadDir != "" {
 		l.ReplicaLoadDir = string(spec.ReplicaLoadDir)
@@ -68,6 +79,9 @@ func DefaultLayout(p Profile, tmpDir string, spec *v1alpha1.MySQLSpec) Layout {
 	}
 	if p.GaleraSST {
 		l.SSTTmpDir = path.Join(base, sstTmpSubdir)
+	}
+	if p.SessionTempTablespaces && spec.SessionTempTablespaces != v1alpha1.TempTablespacesDisk {
+		l.SessionTempDir = tmpDir
 	}
 	l.HiddenDirs = topLevelEntries(p.DataDir, l.PersistentDirs())
 	return l
@@ -117,6 +131,7 @@ func (l Layout) Validate(p Profile) error {
 		{p.ReplicaLoadOption, l.ReplicaLoadDir, true},
 		{optInnoDBTmpdir, l.InnoDBTmpDir, p.InnoDBTmpdir},
 		{"sst tmpdir", l.SSTTmpDir, p.GaleraSST},
+		{optTempTablespaces, l.SessionTempDir, false},
 	}
 	var errs []error
 	for _, f := range fields {
@@ -128,6 +143,12 @@ func (l Layout) Validate(p Profile) error {
 		if d != "" && paths.Within(d, l.TmpDir) {
 			errs = append(errs, fmt.Errorf("%s is on the RAM volume %s; it must survive a restart", d, l.TmpDir))
 		}
+	}
+	if l.SessionTempDir != "" && !p.SessionTempTablespaces {
+		errs = append(errs, fmt.Errorf("%s: %s %d.%d has no session temporary tablespaces", optTempTablespaces, p.Flavor, p.Version.Major, p.Version.Minor))
+	}
+	if l.SessionTempDir != "" && paths.Within(l.SessionTempDir, p.DataDir) {
+		errs = append(errs, fmt.Errorf("%s %s lies in the data directory %s, where the server refuses it", optTempTablespaces, l.SessionTempDir, p.DataDir))
 	}
 	for _, h := range l.HiddenDirs {
 		if h == "" || h == "." || h == ".." || strings.ContainsRune(h, '/') || !v1alpha1.IsSafePath(h) {

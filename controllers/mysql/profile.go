@@ -1,6 +1,10 @@
 package mysql
 
-import "github.com/dbtune/scratch-operator/api/v1alpha1"
+import (
+	"path"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+)
 
 // Option names as the server manuals spell them in option files. Those that are system
 // variables use underscores; the ignore options exist only as startup options and are documented
@@ -13,6 +17,9 @@ const (
 	optIgnoreDBDir       = "ignore-db-dir"  // MySQL 5.6.3 to 5.7, removed in 8.0.0
 	optIgnoreDBDirs      = "ignore-db-dirs" // MariaDB
 	optBufferPoolSize    = "innodb_buffer_pool_size"
+	optTempTablespaces   = "innodb_temp_tablespaces_dir" // MySQL 8.0.13
+	optTempDataFilePath  = "innodb_temp_data_file_path"  // MySQL 5.7.1, MariaDB 10.2
+	optTempTableMaxRAM   = "temptable_max_ram"           // MySQL 8.0
 )
 
 // Paths inside the images, as their Dockerfiles and entrypoints set them up (see imagePaths).
@@ -22,18 +29,42 @@ const (
 	redHatStyleConfigDir = "/etc/my.cnf.d"
 	bitnamiMySQLDataDir  = "/bitnami/mysql/data"
 	bitnamiMariaDataDir  = "/bitnami/mariadb/data"
+	// The Bitnami start scripts' variables for extra server flags, and the directory that holds
+	// the chart's tmpdir, the socket and the pid file.
+	bitnamiMySQLExtraFlags = "MYSQL_EXTRA_FLAGS"
+	bitnamiMariaExtraFlags = "MARIADB_EXTRA_FLAGS"
+	bitnamiMySQLTmpDir     = "/opt/bitnami/mysql/tmp"
+	bitnamiMariaTmpDir     = "/opt/bitnami/mariadb/tmp"
 )
 
 // newProfile derives option names and paths from the image's class and the server version.
 func newProfile(c imageClass, v Version) Profile {
 	p := Profile{Flavor: c.flavor, Version: v, Packaging: c.packaging}
 	p.ConfigDir, p.DataDir = imagePaths(c.flavor, c.packaging)
+	p.PersistentRoot = p.DataDir
 	if c.flavor == v1alpha1.FlavorMariaDB {
 		p.fillMariaDB(c.withoutGalera)
 	} else {
 		p.fillMySQLFamily()
 	}
+	if c.packaging == PackagingBitnami {
+		p.fillBitnami()
+	}
 	return p
+}
+
+// fillBitnami covers the Bitnami images and charts: the claim is mounted at /bitnami/<db> and the
+// data directory is its data/ subdirectory, which the image's scripts initialize and own, so the
+// operator's directories go beside it on the claim. The start script (run.sh) runs mysqld with
+// --defaults-file=/opt/bitnami/<db>/conf/my.cnf and then the words of <DB>_EXTRA_FLAGS; the
+// chart's my.cnf sets tmpdir, socket and pid-file in /opt/bitnami/<db>/tmp.
+func (p *Profile) fillBitnami() {
+	p.PersistentRoot = path.Dir(p.DataDir)
+	if p.Flavor == v1alpha1.FlavorMariaDB {
+		p.ExtraFlagsEnv, p.ReservedDirs = bitnamiMariaExtraFlags, []string{bitnamiMariaTmpDir}
+		return
+	}
+	p.ExtraFlagsEnv, p.ReservedDirs = bitnamiMySQLExtraFlags, []string{bitnamiMySQLTmpDir}
 }
 
 // fillMySQLFamily covers Oracle MySQL and the Percona builds, which follow its option names.
@@ -52,6 +83,29 @@ func (p *Profile) fillMySQLFamily() {
 		p.IgnoreDBDirOption = optIgnoreDBDir
 	}
 	p.GaleraSST = p.Flavor == v1alpha1.FlavorPerconaXtraDBCluster
+	p.fillMySQLTempTables()
+}
+
+// fillMySQLTempTables follows the MySQL manuals' "Internal Temporary Table Use in MySQL" and
+// "Temporary Tablespaces" (InnoDB): 5.7.1 moved InnoDB temporary tables into the global temporary
+// tablespace ibtmp1, and 5.7.5 made InnoDB the default engine for on-disk internal temporary
+// tables (internal_tmp_disk_storage_engine), so they went there too. 8.0.13 added the session
+// temporary tablespaces under innodb_temp_tablespaces_dir for user-created and internal temporary
+// tables, leaving ibtmp1 with the rollback segments of user-created ones; 8.0.16 removed
+// internal_tmp_disk_storage_engine: on-disk internal temporary tables are always InnoDB, in the
+// session temporary tablespaces.
+func (p *Profile) fillMySQLTempTables() {
+	v := p.Version
+	p.GlobalTempTablespace = v.AtLeast(5, 7, 1)
+	p.SessionTempTablespaces = v.AtLeast(8, 0, 13)
+	switch {
+	case p.SessionTempTablespaces:
+		p.InternalTmpTables = InternalTmpTablesInSessionTablespaces
+	case v.AtLeast(5, 7, 5):
+		p.InternalTmpTables = InternalTmpTablesInGlobalTablespace
+	default:
+		p.InternalTmpTables = InternalTmpTablesInTmpdir
+	}
 }
 
 // fillMariaDB covers MariaDB, which never adopted replica_load_tmpdir: every release reads
@@ -71,6 +125,11 @@ func (p *Profile) fillMariaDB(withoutGalera bool) {
 		p.IgnoreDBDirOption = optIgnoreDBDirs
 	}
 	p.GaleraSST = !withoutGalera
+	// MariaDB's on-disk internal temporary tables are Aria (or MyISAM) files in tmpdir
+	// (aria_used_for_temp_tables); InnoDB temporary tables a user creates go to ibtmp1 from 10.2
+	// ("InnoDB Temporary Tablespaces" in the MariaDB documentation).
+	p.InternalTmpTables = InternalTmpTablesInTmpdir
+	p.GlobalTempTablespace = v.AtLeast(10, 2, 0)
 }
 
 // imagePaths returns the drop-in directory and data directory of each packaging, as their

@@ -28,6 +28,9 @@ func mysqldOptions(p Profile, l Layout) []option {
 	if p.InnoDBTmpdir {
 		opts = append(opts, option{optInnoDBTmpdir, l.InnoDBTmpDir, "spec.mysql.innodbTmpdir"})
 	}
+	if p.SessionTempTablespaces {
+		opts = append(opts, option{optTempTablespaces, l.SessionTempDir, "spec.mysql.sessionTempTablespaces"})
+	}
 	if p.IgnoreDBDirOption != "" {
 		for _, h := range l.HiddenDirs {
 			opts = append(opts, option{p.IgnoreDBDirOption, h, "operator directories in the data directory"})

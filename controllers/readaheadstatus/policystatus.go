@@ -48,7 +48,7 @@ func SetupPolicyStatus(mgr manager.Manager) error {
 const controllerName = "readaheadpolicy-status"
 
 // +kubebuilder:rbac:groups=dbtune.io,resources=readaheadpolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=dbtune.io,resources=readaheadpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=dbtune.io,resources=readaheadpolicies/status,verbs=patch
 // +kubebuilder:rbac:groups=dbtune.io,resources=nodeioprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 

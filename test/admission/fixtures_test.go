@@ -18,6 +18,8 @@ type fixture struct {
 	dataDir string
 	// bufferPool is the innodb_buffer_pool_size the db container's args set, in bytes.
 	bufferPool int64
+	// claimMount is where the data claim is mounted, when that is above the data directory.
+	claimMount string
 }
 
 // fixtures are the StatefulSets users run: the official images with their data on a
@@ -43,7 +45,7 @@ func fixtures(ns string) []fixture {
 		// Bitnami mounts the claim one level above its data directory.
 		name: "bitnami-mysql",
 		sts:  database(ns, "bitnami-mysql", "mysql", "bitnami/mysql:8.0.36-debian-12-r8", nil, claim("/bitnami/mysql"), withExporter()),
-		db:   "mysql", dataDir: "/bitnami/mysql/data",
+		db:   "mysql", dataDir: "/bitnami/mysql/data", claimMount: "/bitnami/mysql",
 	}, {
 		name: "percona-server",
 		sts: database(ns, "percona-server", "db", "percona/percona-server:8.0.36-28",

@@ -52,19 +52,19 @@ func FuzzAdmittedSpecsArePlannedFaithfully(f *testing.F) {
 		f.Add(in.Name, in.Size, in.Purpose, in.Container, in.MountPath,
 			in.TargetName, in.SelectorKey, in.SelectorOp, in.SelectorValue,
 			in.MySQL, in.Flavor, in.Version, in.Injection, in.DataDir, in.ConfigDir, in.ReplicaLoadDir, in.InnoDBTmpdir,
-			in.Accounting, in.Headroom)
+			in.SessionTempTablespaces, in.Accounting, in.Headroom)
 	}
 	f.Cleanup(func() { c.stats.log(f) })
 	f.Fuzz(func(t *testing.T, name, size, purpose, container, mountPath,
 		targetName, selectorKey, selectorOp, selectorValue string,
 		withMySQL bool, flavor, version, injection, dataDir, configDir, replicaLoadDir, innodbTmpdir,
-		accounting, headroom string,
+		sessionTempTablespaces, accounting, headroom string,
 	) {
 		in := specInput{Name: name, Size: size, Purpose: purpose, Container: container, MountPath: mountPath,
 			TargetName: targetName, SelectorKey: selectorKey, SelectorOp: selectorOp, SelectorValue: selectorValue,
 			MySQL: withMySQL, Flavor: flavor, Version: version, Injection: injection, DataDir: dataDir,
 			ConfigDir: configDir, ReplicaLoadDir: replicaLoadDir, InnoDBTmpdir: innodbTmpdir,
-			Accounting: accounting, Headroom: headroom}
+			SessionTempTablespaces: sessionTempTablespaces, Accounting: accounting, Headroom: headroom}
 		if failures := c.check(t, in.object(c.ns)); len(failures) > 0 {
 			t.Errorf("input %s:\n%s", in, strings.Join(failures, "\n"))
 		}
@@ -107,7 +107,8 @@ func TestRandomSpecs(t *testing.T) {
 	}
 	t.Logf("%d random specs in %s", randomSpecs, time.Since(start).Round(time.Millisecond))
 	c.stats.log(t)
-	if c.stats.admitted == 0 || c.stats.rejected == 0 || c.stats.plans == 0 || c.stats.configFiles == 0 || c.stats.argPlans == 0 {
+	if c.stats.admitted == 0 || c.stats.rejected == 0 || c.stats.plans == 0 || c.stats.configFiles == 0 || c.stats.argPlans == 0 ||
+		c.stats.envPlans == 0 {
 		t.Errorf("the generator lost its coverage: %+v", c.stats)
 	}
 }
@@ -162,6 +163,7 @@ func newChecker(t testing.TB) *checker {
 type stats struct {
 	specs, admitted, rejected                 int
 	plans, problems, configFiles, argPlans    int
+	envPlans                                  int
 	perFixture                                map[string]*fixtureStats
 	rejectedFields, problemReasons, plainErrs map[string]int
 }
@@ -186,8 +188,8 @@ func (s *stats) fixture(name string) *fixtureStats {
 }
 
 func (s *stats) log(t testing.TB) {
-	t.Logf("specs: %d sent, %d admitted, %d rejected; plans: %d (%d drop-ins read back, %d with flags), problems: %d",
-		s.specs, s.admitted, s.rejected, s.plans, s.configFiles, s.argPlans, s.problems)
+	t.Logf("specs: %d sent, %d admitted, %d rejected; plans: %d (%d drop-ins read back, %d with flags, %d with extra-flags variables), problems: %d",
+		s.specs, s.admitted, s.rejected, s.plans, s.configFiles, s.argPlans, s.envPlans, s.problems)
 	for _, name := range sortedKeys(s.perFixture) {
 		f := s.perFixture[name]
 		t.Logf("  %-24s planned %4d, problem %4d", name, f.planned, f.problem)
@@ -383,6 +385,7 @@ var problemReasons = []string{
 	v1alpha1.ReasonVolumeNameInUse, v1alpha1.ReasonOverriddenByArgs, v1alpha1.ReasonConfigDirUnusable,
 	v1alpha1.ReasonArgsIgnored, v1alpha1.ReasonUnknownImage, v1alpha1.ReasonInvalidLayout,
 	v1alpha1.ReasonMemoryBudget, v1alpha1.ReasonInvalidArgs, v1alpha1.ReasonInvalidSpec,
+	v1alpha1.ReasonExtraFlagsNotMergeable,
 }
 
 func checkProblem(p *inject.Problem) []string {
@@ -413,6 +416,10 @@ type intent struct {
 	// dataDir is the server's data directory, which must stay off the scratch volume.
 	dataDir   string
 	configDir string
+	// mode is the injection the spec asks for, or the one the image calls for; env the variable
+	// that carries the flags for ExtraFlags.
+	mode v1alpha1.InjectionMode
+	env  string
 }
 
 // checkPlan checks one plan against the spec, then injects it, has the API server store the
@@ -452,7 +459,7 @@ func (c *checker) checkPlan(t testing.TB, sv *v1alpha1.ScratchVolume, fx fixture
 		var wf []string
 		want, wf = mysqlIntent(sv, fx, p, want)
 		failures = append(failures, wf...)
-		failures = append(failures, c.checkDelivery(sv, p, want)...)
+		failures = append(failures, c.checkDelivery(p, want)...)
 	}
 	if len(failures) > 0 {
 		return failures
@@ -563,7 +570,12 @@ func mysqlIntent(sv *v1alpha1.ScratchVolume, fx fixture, p *inject.Plan, want in
 	if disk && (p.DiskMount == nil || p.DiskMount.MountPath != v1alpha1.DiskFallbackMountPath) {
 		fail("the disk fallback is not mounted at %s: %+v", v1alpha1.DiskFallbackMountPath, p.DiskMount)
 	}
-	base := path.Join(dataDir, mysql.PersistentDirName)
+	// Bitnami's claim holds the data directory one level down: the directories go beside it.
+	root := dataDir
+	if prof.Packaging == mysql.PackagingBitnami && spec.DataDir == "" && fx.claimMount != "" && fx.claimMount == path.Dir(dataDir) {
+		root = fx.claimMount
+	}
+	base := path.Join(root, mysql.PersistentDirName)
 	persistent := func(sub string) string {
 		if disk {
 			return v1alpha1.DiskFallbackMountPath
@@ -585,6 +597,12 @@ func mysqlIntent(sv *v1alpha1.ScratchVolume, fx fixture, p *inject.Plan, want in
 		}
 		want.options = append(want.options, option{"innodb_tmpdir", innodb})
 	}
+	// MySQL and Percona have session temporary tablespaces from 8.0.13 ("Temporary Tablespaces");
+	// they go to the scratch volume unless spec.mysql.sessionTempTablespaces says Disk.
+	if prof.Flavor != v1alpha1.FlavorMariaDB && prof.Version.AtLeast(8, 0, 13) &&
+		spec.SessionTempTablespaces != v1alpha1.TempTablespacesDisk {
+		want.options = append(want.options, option{"innodb_temp_tablespaces_dir", want.mount})
+	}
 	if prof.GaleraSST {
 		want.sst = persistent(sstTmpSubdir)
 		want.persistent = append(want.persistent, want.sst)
@@ -604,6 +622,19 @@ func mysqlIntent(sv *v1alpha1.ScratchVolume, fx fixture, p *inject.Plan, want in
 			want.options = append(want.options, option{prof.IgnoreDBDirOption, h})
 		}
 	}
+	want.mode = spec.Injection
+	if want.mode == "" {
+		want.mode = v1alpha1.InjectionConfigFile
+		if prof.Packaging == mysql.PackagingBitnami {
+			want.mode = v1alpha1.InjectionExtraFlags
+		}
+	}
+	if p.Injection != want.mode {
+		fail("planned %s injection, want %s", p.Injection, want.mode)
+	}
+	if prof.Packaging == mysql.PackagingBitnami {
+		want.env = strings.ToUpper(string(prof.Flavor)) + "_EXTRA_FLAGS"
+	}
 	want.configDir = prof.ConfigDir
 	if spec.ConfigDir != "" {
 		want.configDir = string(spec.ConfigDir)
@@ -615,24 +646,32 @@ func mysqlIntent(sv *v1alpha1.ScratchVolume, fx fixture, p *inject.Plan, want in
 }
 
 // checkDelivery checks the drop-in (as my_print_defaults reads it) or the flags against the intent.
-func (c *checker) checkDelivery(sv *v1alpha1.ScratchVolume, p *inject.Plan, want intent) []string {
+func (c *checker) checkDelivery(p *inject.Plan, want intent) []string {
 	var failures []string
 	fail := func(format string, args ...any) { failures = append(failures, fmt.Sprintf(format, args...)) }
-	mode := v1alpha1.InjectionConfigFile
-	if sv.Spec.MySQL != nil && sv.Spec.MySQL.Injection != "" {
-		mode = sv.Spec.MySQL.Injection
+	var flags []string
+	for _, o := range want.options {
+		flags = append(flags, "--"+strings.ReplaceAll(o.name, "_", "-")+"="+o.value)
 	}
-	if mode == v1alpha1.InjectionArgs {
+	switch want.mode {
+	case v1alpha1.InjectionArgs:
 		c.stats.argPlans++
-		if p.ConfigData != "" || p.ConfigVolume != nil {
-			fail("Args injection also mounts a drop-in")
-		}
-		var flags []string
-		for _, o := range want.options {
-			flags = append(flags, "--"+strings.ReplaceAll(o.name, "_", "-")+"="+o.value)
+		if p.ConfigData != "" || p.ConfigVolume != nil || p.ExtraFlags != nil {
+			fail("Args injection also mounts a drop-in or sets an environment variable")
 		}
 		if !slices.Equal(p.Args, flags) {
 			fail("the planned flags are\n  %q\nthe spec asks for\n  %q", p.Args, flags)
+		}
+		return failures
+	case v1alpha1.InjectionExtraFlags:
+		c.stats.envPlans++
+		switch {
+		case p.ConfigData != "" || p.ConfigVolume != nil || len(p.Args) > 0:
+			fail("ExtraFlags injection also mounts a drop-in or adds args")
+		case p.ExtraFlags == nil || p.ExtraFlags.Env != want.env:
+			fail("ExtraFlags injection sets %+v, want %s", p.ExtraFlags, want.env)
+		case !slices.Equal(p.ExtraFlags.Flags, flags):
+			fail("the planned extra flags are\n  %q\nthe spec asks for\n  %q", p.ExtraFlags.Flags, flags)
 		}
 		return failures
 	}
@@ -798,6 +837,9 @@ func (c *checker) checkStored(t testing.TB, sv *v1alpha1.ScratchVolume, fx fixtu
 // checkStoredArgs: with Args, each planned flag is in the stored command line exactly once and is
 // the value mysqld reads; with ConfigFile the args are the user's.
 func checkStoredArgs(p *inject.Plan, orig, db *corev1.Container, want intent) []string {
+	if p.ExtraFlags != nil {
+		return checkStoredEnv(orig, db, want)
+	}
 	if len(p.Args) == 0 {
 		if !slices.Equal(db.Args, orig.Args) {
 			return []string{fmt.Sprintf("ConfigFile injection changed the args from %q to %q", orig.Args, db.Args)}
@@ -820,6 +862,36 @@ func checkStoredArgs(p *inject.Plan, orig, db *corev1.Container, want intent) []
 		}
 		if got, found := mysql.FindOption(line, o.name); !found || got != o.value {
 			failures = append(failures, fmt.Sprintf("mysqld reads --%s as %q from the stored command line, the spec asks for %q: %q", o.name, got, o.value, line))
+		}
+	}
+	return failures
+}
+
+// checkStoredEnv: with ExtraFlags the args are the user's and the variable holds the user's words,
+// then each planned flag once, as the start script splits them.
+func checkStoredEnv(orig, db *corev1.Container, want intent) []string {
+	var failures []string
+	if !slices.Equal(db.Args, orig.Args) {
+		failures = append(failures, fmt.Sprintf("ExtraFlags injection changed the args from %q to %q", orig.Args, db.Args))
+	}
+	var words, before []string
+	for _, e := range db.Env {
+		if e.Name == want.env {
+			words = strings.Fields(e.Value)
+		}
+	}
+	for _, e := range orig.Env {
+		if e.Name == want.env {
+			before = strings.Fields(e.Value)
+		}
+	}
+	if len(words) < len(before) || !slices.Equal(words[:len(before)], before) {
+		return append(failures, fmt.Sprintf("%s = %q does not start with the user's %q", want.env, words, before))
+	}
+	for _, o := range want.options {
+		flag := "--" + strings.ReplaceAll(o.name, "_", "-") + "=" + o.value
+		if n := countOf(words[len(before):], flag); n != 1 {
+			failures = append(failures, fmt.Sprintf("%s has %q %d times after the user's words, want once: %q", want.env, flag, n, words))
 		}
 	}
 	return failures

@@ -29,6 +29,7 @@ type specInput struct {
 	// MySQL sends spec.mysql even when all its fields are empty.
 	MySQL                                                                        bool
 	Flavor, Version, Injection, DataDir, ConfigDir, ReplicaLoadDir, InnoDBTmpdir string
+	SessionTempTablespaces                                                       string
 	Accounting, Headroom                                                         string
 }
 
@@ -37,14 +38,14 @@ func (in *specInput) strings() []*string {
 	return []*string{&in.Name, &in.Size, &in.Purpose, &in.Container, &in.MountPath,
 		&in.TargetName, &in.SelectorKey, &in.SelectorOp, &in.SelectorValue,
 		&in.Flavor, &in.Version, &in.Injection, &in.DataDir, &in.ConfigDir, &in.ReplicaLoadDir, &in.InnoDBTmpdir,
-		&in.Accounting, &in.Headroom}
+		&in.SessionTempTablespaces, &in.Accounting, &in.Headroom}
 }
 
 // fieldNames name the fields of strings(), in the same order.
 var fieldNames = []string{"name", "size", "purpose", "container", "mountPath",
 	"target.name", "selector.key", "selector.operator", "selector.value",
 	"mysql.flavor", "mysql.version", "mysql.injection", "mysql.dataDir", "mysql.configDir", "mysql.replicaLoadDir", "mysql.innodbTmpdir",
-	"memory.accounting", "memory.headroom"}
+	"mysql.sessionTempTablespaces", "memory.accounting", "memory.headroom"}
 
 // String is the input as Go source, to paste into a seed.
 func (in specInput) String() string { return fmt.Sprintf("%#v", in) }
@@ -86,6 +87,7 @@ func (in specInput) object(ns string) *unstructured.Unstructured {
 	set(mysql, "configDir", in.ConfigDir)
 	set(mysql, "replicaLoadDir", in.ReplicaLoadDir)
 	set(mysql, "innodbTmpdir", in.InnoDBTmpdir)
+	set(mysql, "sessionTempTablespaces", in.SessionTempTablespaces)
 	if in.MySQL || len(mysql) > 0 {
 		spec["mysql"] = mysql
 	}
@@ -143,8 +145,9 @@ func fromObject(obj *unstructured.Unstructured) specInput {
 		Flavor:     str("spec", "mysql", "flavor"), Version: str("spec", "mysql", "version"),
 		Injection: str("spec", "mysql", "injection"), DataDir: str("spec", "mysql", "dataDir"),
 		ConfigDir: str("spec", "mysql", "configDir"), ReplicaLoadDir: str("spec", "mysql", "replicaLoadDir"),
-		InnoDBTmpdir: str("spec", "mysql", "innodbTmpdir"),
-		Accounting:   str("spec", "memory", "accounting"), Headroom: str("spec", "memory", "headroom"),
+		InnoDBTmpdir:           str("spec", "mysql", "innodbTmpdir"),
+		SessionTempTablespaces: str("spec", "mysql", "sessionTempTablespaces"),
+		Accounting:             str("spec", "memory", "accounting"), Headroom: str("spec", "memory", "headroom"),
 	}
 	_, in.MySQL, _ = unstructured.NestedFieldNoCopy(obj.Object, "spec", "mysql")
 	labels, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "target", "selector", "matchLabels")
@@ -313,6 +316,15 @@ func trickyCases() []specInput {
 		func(in *specInput) { in.Injection = "Args" },
 		func(in *specInput) { in.Injection, in.InnoDBTmpdir = "Args", "Memory" },
 		func(in *specInput) { in.InnoDBTmpdir = "Memory" },
+		func(in *specInput) { in.Injection = "ExtraFlags" },
+		func(in *specInput) { in.Injection = "" },
+		func(in *specInput) { in.Injection, in.InnoDBTmpdir = "ExtraFlags", "Memory" },
+		func(in *specInput) { in.SessionTempTablespaces = "Disk" },
+		func(in *specInput) { in.SessionTempTablespaces = "Memory" },
+		func(in *specInput) { in.SessionTempTablespaces = "RAM" },
+		func(in *specInput) { in.Flavor, in.Version, in.SessionTempTablespaces = "MariaDB", "11.4", "Memory" },
+		func(in *specInput) { in.Flavor, in.Version, in.SessionTempTablespaces = "MySQL", "8.0.12", "Memory" },
+		func(in *specInput) { in.Flavor, in.Version, in.SessionTempTablespaces = "MySQL", "8.0.13", "Disk" },
 		func(in *specInput) { in.Flavor, in.Version = "MariaDB", "10.6" },
 		func(in *specInput) { in.Flavor, in.Version = "MySQL", "8.0.25" },
 		func(in *specInput) { in.Flavor, in.Version = "MySQL", "5.6.20" },

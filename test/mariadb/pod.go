@@ -51,9 +51,13 @@ type Pod struct {
 
 	host   *Host
 	claims []corev1.PersistentVolumeClaim
-	dir    string
-	index  int
-	runs   int
+	// bitnami is true for a Bitnami image, which the harness starts as its run.sh does; socket is
+	// the server's socket in the container.
+	bitnami bool
+	socket  string
+	dir     string
+	index   int
+	runs    int
 
 	sandbox *exec.Cmd
 	exited  chan struct{}
@@ -97,6 +101,7 @@ func (h *Host) NewPod(sts *appsv1.StatefulSet, svs ...*v1alpha1.ScratchVolume) (
 		return nil, fmt.Errorf("StatefulSet %s: %w", sts.Name, err)
 	}
 	p.DataDir = profile.DataDir
+	p.bitnami, p.socket = profile.Packaging == dbmysql.PackagingBitnami, socketPath(profile)
 	p.dir = filepath.Join(h.dir, p.Name)
 	if err := h.register(p); err != nil {
 		return nil, err
@@ -196,7 +201,7 @@ func (p *Pod) prepare(dir string) (*podRun, error) {
 // linkSocket gives the server's socket directory a short name: a unix socket's path must fit in
 // 108 bytes, and connecting follows symbolic links.
 func (p *Pod) linkSocket(run *podRun) error {
-	sockDir, err := run.hostPath(path.Dir(SocketPath))
+	sockDir, err := run.hostPath(path.Dir(p.socket))
 	if err != nil {
 		return err
 	}
@@ -209,7 +214,7 @@ func (p *Pod) linkSocket(run *podRun) error {
 	if err := os.Symlink(sockDir, p.socketLink()); err != nil {
 		return err
 	}
-	if sock := filepath.Join(p.socketLink(), path.Base(SocketPath)); len(sock) >= len(syscall.RawSockaddrUnix{}.Path) {
+	if sock := filepath.Join(p.socketLink(), path.Base(p.socket)); len(sock) >= len(syscall.RawSockaddrUnix{}.Path) {
 		return fmt.Errorf("the server's socket would be %s, too long a path for a unix socket: use a shorter %s", sock, DirEnv)
 	}
 	return nil
@@ -301,7 +306,7 @@ func (p *Pod) Socket() (string, error) {
 	if p.run == nil {
 		return "", fmt.Errorf("pod %s has not started", p.Name)
 	}
-	return filepath.Join(p.socketLink(), path.Base(SocketPath)), nil
+	return filepath.Join(p.socketLink(), path.Base(p.socket)), nil
 }
 
 // Path maps a path in the running database container to one this process can open. It goes through

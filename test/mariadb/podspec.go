@@ -69,7 +69,7 @@ func (p *Pod) initContainer(dir string, c *corev1.Container, vols map[string]vol
 		return cs, err
 	}
 	uid, gid := p.runAs(c)
-	cs.Processes = []processSpec{{Argv: argv, Env: env, UID: uid, GID: gid}}
+	cs.Processes = []processSpec{{Argv: argv, Env: env, UID: uid, GID: gid, Groups: p.fsGroups()}}
 	return cs, nil
 }
 
@@ -81,16 +81,23 @@ func (p *Pod) databaseContainer(dir string, c *corev1.Container, vols map[string
 	if err != nil {
 		return cs, err
 	}
-	args, err := serverArgs(c)
-	if err != nil {
-		return cs, err
-	}
 	env, err := baseEnv(c)
 	if err != nil {
 		return cs, err
 	}
 	s := p.host.Server
 	uid, gid := p.runAs(c)
+	if p.bitnami {
+		if uid == 0 {
+			uid, gid = s.UID, s.GID
+		}
+		cs.Processes, err = p.bitnamiProcesses(c, env, uid, gid, p.fsGroups())
+		return cs, err
+	}
+	args, err := serverArgs(c)
+	if err != nil {
+		return cs, err
+	}
 	if uid == 0 {
 		uid, gid = s.UID, s.GID
 	}
@@ -101,6 +108,14 @@ func (p *Pod) databaseContainer(dir string, c *corev1.Container, vols map[string
 		{Argv: append([]string{s.Mariadbd}, args...), Env: env, UID: uid, GID: gid},
 	}
 	return cs, nil
+}
+
+// fsGroups is the pod's fsGroup as a supplementary group of every process, as the kubelet adds it.
+func (p *Pod) fsGroups() []uint32 {
+	if sc := p.Template.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+		return []uint32{uint32(*sc.FSGroup)}
+	}
+	return nil
 }
 
 // runAs is the user and group a container's processes start as: its security context, the pod's,
@@ -170,8 +185,15 @@ func mountSource(container string, m corev1.VolumeMount, vols map[string]volume)
 		}
 		src = filepath.Join(src, m.SubPath)
 		if _, err := os.Stat(src); errors.Is(err, os.ErrNotExist) && !v.readOnly {
-			// The kubelet creates a missing subPath directory.
-			if err := os.MkdirAll(src, 0o755); err != nil {
+			// The kubelet creates a missing subPath directory with the volume root's permissions.
+			perm := os.FileMode(0o755)
+			if st, err := os.Stat(v.host); err == nil {
+				perm = st.Mode().Perm()
+			}
+			if err := os.MkdirAll(src, perm); err != nil {
+				return bindSpec{}, err
+			}
+			if err := os.Chmod(src, perm); err != nil {
 				return bindSpec{}, err
 			}
 		}
@@ -214,9 +236,25 @@ func (p *Pod) makeVolumes(dir string) (map[string]volume, []tmpfsSpec, error) {
 		if err := os.MkdirAll(host, 0o755); err != nil {
 			return nil, nil, err
 		}
+		if err := p.applyFSGroup(host); err != nil {
+			return nil, nil, err
+		}
 		vols[c.Name] = volume{host: host}
 	}
 	return vols, tmpfs, nil
+}
+
+// applyFSGroup gives a claim to the pod's fsGroup as the kubelet's volume ownership management
+// does: group-owned, group-writable, and set-group-ID so that new files inherit the group.
+func (p *Pod) applyFSGroup(dir string) error {
+	groups := p.fsGroups()
+	if len(groups) == 0 {
+		return nil
+	}
+	if err := os.Chown(dir, -1, int(groups[0])); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o775|os.ModeSetgid)
 }
 
 func worldWritableDir(dir string) error {

@@ -55,6 +55,8 @@ type processSpec struct {
 	Env  []string `json:"env"`
 	UID  uint32   `json:"uid"`
 	GID  uint32   `json:"gid"`
+	// Groups are the supplementary groups: the pod's fsGroup, as the kubelet adds it.
+	Groups []uint32 `json:"groups,omitempty"`
 }
 
 // RunSandboxIfRequested turns this process into a pod's sandbox when the harness started it as one,
@@ -129,7 +131,7 @@ func runProcess(c containerSpec, p processSpec, main bool, stop <-chan os.Signal
 		Path: p.Argv[0], Args: p.Argv, Env: p.Env, Dir: "/", Stdout: log, Stderr: log,
 		SysProcAttr: &syscall.SysProcAttr{
 			Chroot:     c.Rootfs,
-			Credential: &syscall.Credential{Uid: p.UID, Gid: p.GID, Groups: []uint32{}},
+			Credential: &syscall.Credential{Uid: p.UID, Gid: p.GID, Groups: append([]uint32{}, p.Groups...)},
 		},
 	}
 	if err := cmd.Start(); err != nil {
