@@ -27,7 +27,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=dbtune.io,resources=nodeioprofiles,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups=dbtune.io,resources=nodeioprofiles/status,verbs=get;patch
+// +kubebuilder:rbac:groups=dbtune.io,resources=nodeioprofiles/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 
 // Writer writes one node's NodeIOProfile under one field manager.

@@ -103,10 +103,17 @@ func TestLeastPrivilege(t *testing.T) {
 			{verb: "delete", resource: "configmaps", namespaced: true, allowed: true},
 			{verb: "create", group: "events.k8s.io", resource: "events", namespaced: true, allowed: true},
 			{verb: "list", resource: "nodes", allowed: true},
-			{verb: "update", group: "dbtune.io", resource: "scratchvolumes", subresource: "status", namespaced: true, allowed: true},
+			{verb: "patch", group: "dbtune.io", resource: "scratchvolumes", subresource: "status", namespaced: true, allowed: true},
 			{verb: "update", group: "dbtune.io", resource: "scratchvolumes", subresource: "finalizers", namespaced: true, allowed: true},
-			{verb: "update", group: "dbtune.io", resource: "readaheadpolicies", subresource: "status", allowed: true},
+			{verb: "patch", group: "dbtune.io", resource: "readaheadpolicies", subresource: "status", allowed: true},
 			{verb: "create", group: "coordination.k8s.io", resource: "leases", namespaced: true, allowed: true},
+			// Status is written by merge patches, finalizers by patches of the object, Leases by
+			// the leader election's get, create and update: nothing else.
+			{verb: "update", group: "dbtune.io", resource: "scratchvolumes", subresource: "status", namespaced: true},
+			{verb: "update", group: "dbtune.io", resource: "scratchvolumes", namespaced: true},
+			{verb: "update", group: "dbtune.io", resource: "readaheadpolicies", subresource: "status"},
+			{verb: "update", resource: "configmaps", namespaced: true},
+			{verb: "delete", group: "coordination.k8s.io", resource: "leases", namespaced: true},
 
 			{verb: "create", group: "coordination.k8s.io", resource: "leases", namespaced: true, elsewhere: true},
 			{verb: "list", group: "coordination.k8s.io", resource: "leases"},

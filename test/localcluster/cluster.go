@@ -193,10 +193,12 @@ func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
 	return clientURL, err
 }
 
-// admissionFlags turn the ServiceAccount admission plugin off, unless pods are to get tokens.
+// admissionFlags turn the ServiceAccount admission plugin off, unless pods are to get tokens. With
+// tokens, pods act as their ServiceAccounts, and OwnerReferencesPermissionEnforcement, which some
+// distributions enable, checks their right to set owner references that block a deletion.
 func admissionFlags(serviceAccountTokens bool) []string {
 	if serviceAccountTokens {
-		return nil
+		return []string{"--enable-admission-plugins=OwnerReferencesPermissionEnforcement"}
 	}
 	// Pods would otherwise need service-account tokens, which no fake node can mount.
 	return []string{"--disable-admission-plugins=ServiceAccount"}

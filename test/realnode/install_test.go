@@ -14,10 +14,8 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -110,6 +108,24 @@ func TestInstalledProduct(t *testing.T) {
 	t.Logf("installed and running %s after kubectl apply", time.Since(start).Round(time.Millisecond))
 
 	t.Run("node-agent-probes-its-node", p.testAgentProbe)
+	t.Run("node-agent-applies-and-reverts-read-ahead", p.testReadAhead)
+	m := p.startMariaDB(ctx, t)
+	steps := []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"scratchvolume-ready-and-full-volume-fails-queries", p.testScratchVolume},
+		{"memory-check-refuses-and-ignore-oom-kills", p.testMemoryCheck},
+		{"deletion-reverts", p.testRevert(m)},
+		{"manager-killed-mid-rollout", p.testManagerKilledMidRollout},
+	}
+	for _, step := range steps {
+		if !t.Run(step.name, step.run) {
+			break
+		}
+	}
+	t.Run("containers-run-as-declared", p.testContainersAsDeclared)
+	t.Run("permissions-used-and-sufficient", p.testPermissions)
 }
 
 // requireMariaDBParts skips (fails in strict mode) when the MariaDB image cannot be built.
@@ -321,9 +337,3 @@ func (p *product) testAgentProbe(t *testing.T) {
 		t.Logf("target %s (%s on %s): buffered writes %d MiB/s", target.Name, fs, target.Provenance.Device, target.SequentialWrite.BufferedBytesPerSecond>>20)
 	}
 }
-
-// Keep the imports of the later steps in use while they are written.
-var (
-	_ = appsv1.SchemeGroupVersion
-	_ = resource.MustParse
-)
