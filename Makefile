@@ -76,18 +76,20 @@ k8s-binaries-all: ## Also build kube-controller-manager, kube-scheduler, kubectl
 k8s-binaries-node: ## Build a real node's kubelet, containerd, containerd-shim-runc-v2 and ctr (not part of k8s-binaries-all).
 	$(K8S_BINARIES) node
 
+# The real-node tests (build tag realnode) run after the others, on their own: they start containerd,
+# a kubelet and containers, and change the machine (kernel settings, cgroups, mounts, a bridge) until
+# they restore it. As root they need Debian's runc, containernetworking-plugins, busybox-static and
+# mmdebstrap (.ci/run installs them); without root they skip.
 .PHONY: test
-test: k8s-binaries ## Run every test: unit, envtest against a real API server, and the root-only ones.
+test: ## Run every test: unit, envtest against a real API server, the root-only ones and a real node's.
+	$(K8S_BINARIES) $(K8S_TEST_BINARIES) node
 	KUBEBUILDER_ASSETS="$$($(K8S_BINARIES) --print-dir)" go test $(GOTEST_FLAGS) ./...
+	go test $(GOTEST_FLAGS) -tags realnode ./test/realnode/...
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no API server, no root).
 	go test $(GOTEST_FLAGS) -short ./...
 
-# test/realnode carries the build tag realnode, so `go test ./...` (make test) compiles none of it;
-# this target is the only one that runs it. It changes the machine (kernel settings, cgroups, mounts,
-# a bridge) and restores it, so it needs root, and Debian's runc, containernetworking-plugins and
-# busybox-static (.ci/run installs them).
 .PHONY: test-realnode
 test-realnode: ## Run the real-node tests: containerd and a kubelet beside the local control plane (as root).
 	$(K8S_BINARIES) all node

@@ -1,5 +1,3 @@
-//go:build realnode
-
 // Package realnode adds a real node to a local control plane (test/localcluster): containerd with
 // runc and the CNI bridge plugin, and a kubelet, so that pods run in real containers beside the
 // fake kwok nodes, with real volumes, cgroups and memory limits.
@@ -12,6 +10,7 @@
 // Everything needs root, the binaries of `hack/k8s-binaries.sh node` and Debian's runc,
 // containernetworking-plugins and busybox-static; the MariaDB test also needs mmdebstrap the first
 // time, to build its image from Debian's archive (hack/images -mariadb, cached under
-// bin/images/rootfs). The files carry the build tag realnode, so that `go test ./...` compiles none
-// of it: run `make test-realnode`.
+// bin/images/rootfs). Its tests carry the build tag realnode, so that `go test ./...` runs none of
+// them beside the other packages: `make test` runs them afterwards, on their own, as does
+// `make test-realnode`.
 package realnode
