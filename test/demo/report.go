@@ -29,7 +29,12 @@ func (d *demo) report(ctx context.Context, r *results) {
 	d.showDropIn(ctx)
 	d.show(ctx, "get", "events", "-n", demoNamespace, "--field-selector", "involvedObject.kind=ScratchVolume")
 
-	d.showInsideThePod(ctx)
+	if r.realNode != "" {
+		d.showInsideTheRealPod(ctx)
+	} else {
+		d.showInsideThePod(ctx)
+		fmt.Fprintf(d.out, "(No real node in this demo; it needs %s.)\n\n", strings.Join(r.noRealNode, ", "))
+	}
 
 	d.section("The node agent")
 	d.show(ctx, "get", "nodeioprofiles,readaheadpolicies", "-o", "wide")

@@ -36,6 +36,9 @@ type results struct {
 	loop        *loopDevice
 	agentRuns   bool
 	agentHelp   string
+	// realNode is the real node's name when one runs the sample; noRealNode says why not.
+	realNode   string
+	noRealNode []string
 }
 
 func (d *demo) up(ctx context.Context) (err error) {
@@ -51,7 +54,7 @@ func (d *demo) up(ctx context.Context) (err error) {
 		return errors.Join(err, alreadyRunning(s))
 	}
 	// A demo that was killed, or a reboot, can leave a mount or a loop device behind.
-	if err := d.undoHost(); err != nil {
+	if err := errors.Join(d.undoHost(), cleanupRealNode()); err != nil {
 		return fmt.Errorf("failed to undo what the previous demo changed on this machine: %w", err)
 	}
 	if err := d.build(ctx); err != nil {
@@ -74,8 +77,21 @@ func (d *demo) up(ctx context.Context) (err error) {
 		}
 	}()
 
-	r, err := d.deploy(ctx, c)
-	if err != nil {
+	r := &results{}
+	var containerdDir string
+	if r.noRealNode, containerdDir = d.realNodeMissing(); len(r.noRealNode) == 0 {
+		node, err := d.startRealNode(ctx, c, containerdDir)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err != nil {
+				err = errors.Join(err, node.Stop())
+			}
+		}()
+		r.realNode = node.Name()
+	}
+	if err := d.deploy(ctx, c, r); err != nil {
 		return err
 	}
 	d.step("ready")
@@ -91,31 +107,30 @@ func alreadyRunning(s *localcluster.State) error {
 }
 
 // deploy runs the operator's parts on the cluster and this machine, and the samples.
-func (d *demo) deploy(ctx context.Context, c *localcluster.Cluster) (*results, error) {
+func (d *demo) deploy(ctx context.Context, c *localcluster.Cluster, r *results) error {
 	d.step("installing the CRDs")
 	crds := filepath.Join(d.root, "config", "crd", "bases")
 	if _, err := d.kubectl(ctx, "apply", "--server-side", "-f", crds); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := d.kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds); err != nil {
-		return nil, err
+		return err
 	}
 	if err := d.startWithProbes(ctx, c, "manager", d.bin("manager"), "--kubeconfig="+d.kubeconfig()); err != nil {
-		return nil, err
+		return err
 	}
 
-	r := &results{}
 	hs, err := d.readHostState()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if r.tmpfs, r.disk, err = d.scratchDirs(hs); err != nil {
-		return nil, err
+		return err
 	}
 	if canLoop() {
 		d.step("attaching a loop device over a file in %s, for read-ahead", d.rel(d.stateDir))
 		if r.loop, err = d.attachLoop(hs); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	r.probeArgs = []string{"probe", "--target", "tmpfs=" + r.tmpfs, "--target", "disk=" + r.disk}
@@ -125,7 +140,7 @@ func (d *demo) deploy(ctx context.Context, c *localcluster.Cluster) (*results, e
 	probe.Cancel = func() error { return probe.Process.Signal(os.Interrupt) }
 	probe.WaitDelay = 10 * time.Second
 	if r.probe, err = probe.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("node-agent %s: %w\n%s", strings.Join(r.probeArgs, " "), err, r.probe)
+		return fmt.Errorf("node-agent %s: %w\n%s", strings.Join(r.probeArgs, " "), err, r.probe)
 	}
 
 	// The agent's DaemonSet mode ("run") is newer than its one-shot probe. A build that has it runs
@@ -136,10 +151,10 @@ func (d *demo) deploy(ctx context.Context, c *localcluster.Cluster) (*results, e
 	r.agentHelp = string(agentHelp)
 	if r.agentRuns {
 		if err := d.startAgent(ctx, c, r); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return r, d.applySamples(ctx, r)
+	return d.applySamples(ctx, r)
 }
 
 func (d *demo) startAgent(ctx context.Context, c *localcluster.Cluster, r *results) error {
@@ -163,11 +178,19 @@ func (d *demo) applySamples(ctx context.Context, r *results) error {
 	if _, err := d.kubectl(ctx, "create", "namespace", demoNamespace); err != nil {
 		return err
 	}
-	if _, err := d.kubectl(ctx, "apply", "-n", demoNamespace, "-f", filepath.Join(samples, "mariadb-statefulset.yaml")); err != nil {
+	sample, waiting := filepath.Join(samples, "mariadb-statefulset.yaml"), "waiting for its pods (kwok plays the kubelet)…"
+	if r.realNode != "" {
+		var err error
+		if sample, err = d.writeRealNodeSample(r.realNode); err != nil {
+			return err
+		}
+		waiting = fmt.Sprintf("waiting for its pods on the real node %s (%s: MariaDB from Debian's packages, the exporter sidecar replaced by the pause image)…", r.realNode, d.rel(sample))
+	}
+	if _, err := d.kubectl(ctx, "apply", "-n", demoNamespace, "-f", sample); err != nil {
 		return err
 	}
-	d.step("waiting for its pods (kwok plays the kubelet)…")
-	if _, err := d.kubectl(ctx, "rollout", "status", "statefulset/"+statefulSet, "-n", demoNamespace, "--timeout=2m"); err != nil {
+	d.step("%s", waiting)
+	if _, err := d.kubectl(ctx, "rollout", "status", "statefulset/"+statefulSet, "-n", demoNamespace, "--timeout=5m"); err != nil {
 		return err
 	}
 	d.step("applying the ScratchVolume %s (512Mi of RAM for MariaDB's tmpdir)", scratchVolume)
@@ -180,15 +203,15 @@ func (d *demo) applySamples(ctx context.Context, r *results) error {
 		}
 	}
 	d.step("waiting for the injection and the rolling update…")
-	if _, err := d.kubectl(ctx, "wait", "--for=condition=Ready", "scratchvolume/"+scratchVolume, "-n", demoNamespace, "--timeout=2m"); err != nil {
+	if _, err := d.kubectl(ctx, "wait", "--for=condition=Ready", "scratchvolume/"+scratchVolume, "-n", demoNamespace, "--timeout=5m"); err != nil {
 		return err
 	}
-	if _, err := d.kubectl(ctx, "rollout", "status", "statefulset/"+statefulSet, "-n", demoNamespace, "--timeout=2m"); err != nil {
+	if _, err := d.kubectl(ctx, "rollout", "status", "statefulset/"+statefulSet, "-n", demoNamespace, "--timeout=5m"); err != nil {
 		return err
 	}
 	if r.agentRuns {
 		d.step("waiting for the node agent's first probe of %s…", agentNode)
-		if _, err := d.kubectl(ctx, "wait", "--for=condition=Probed", "nodeioprofile/"+agentNode, "--timeout=2m"); err != nil {
+		if _, err := d.kubectl(ctx, "wait", "--for=condition=Probed", "nodeioprofile/"+agentNode, "--timeout=5m"); err != nil {
 			return err
 		}
 	}
@@ -362,7 +385,7 @@ func (d *demo) down() error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	if err := errors.Join(localcluster.Down(d.clusterDir), d.undoHost()); err != nil {
+	if err := errors.Join(localcluster.Down(d.clusterDir), d.undoHost(), cleanupRealNode()); err != nil {
 		return err
 	}
 	if s == nil {

@@ -83,6 +83,12 @@ func recoverPrevious(lock *machineLock, logf func(string, ...any)) error {
 		logf("no state file of the previous real node in %s (%v); cleaning what has fixed names", dir, err)
 		s = &hostState{Dir: dir}
 	} else {
+		// A node left running on purpose (make demo detaches its cluster) is not a leftover.
+		for i := range s.Processes {
+			if p := &s.Processes[i]; p.Alive() {
+				return fmt.Errorf("the real node in %s is still running (%s, pid %d), left running by the program that started it: stop that first (for the demo's, make demo-down)", dir, p.Name, p.PID)
+			}
+		}
 		logf("a previous real node in %s did not stop; restoring the host first", dir)
 	}
 	if err := restore(s, logf); err != nil {
