@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 
@@ -42,7 +41,7 @@ func createBridge() error {
 	if err := netlink.LinkSetUp(bridge); err != nil {
 		return fmt.Errorf("failed to bring bridge %s up: %w", BridgeName, err)
 	}
-	routeLocalnet := filepath.Join(procSys, "net/ipv4/conf", BridgeName, "route_localnet")
+	routeLocalnet := procSys + "net/ipv4/conf/" + BridgeName + "/route_localnet"
 	if err := os.WriteFile(routeLocalnet, []byte("1"), 0o644); err != nil {
 		return fmt.Errorf("failed to route loopback addresses on %s: %w", BridgeName, err)
 	}
