@@ -90,7 +90,7 @@ func TestKilledNodeChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runTmpfsPod(ctx, t, cs, createNamespace(ctx, t, cs), node.Name(), "killed", "64Mi")
+	runTmpfsPod(ctx, t, cs, createNamespace(ctx, t, cs), node.Name(), "killed", "96Mi", "64Mi")
 	if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

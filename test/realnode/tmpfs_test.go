@@ -52,19 +52,28 @@ func TestMemoryEmptyDirIsSizedTmpfs(t *testing.T) {
 	})
 	ns := createNamespace(ctx, t, cs)
 
+	n, err := cs.CoreV1().Nodes().Get(ctx, node.Name(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocatable := n.Status.Allocatable[corev1.ResourceMemory]
+	// The kernel sizes a tmpfs in whole pages and prints the size in KiB.
+	allocatableKiB := (allocatable.Value() + 4095) / 4096 * 4
 	cases := []struct {
-		name        string
-		memoryLimit string
-		wantKiB     int64
+		name, sizeLimit, memoryLimit string
+		wantKiB                      int64
 	}{
 		// 96Mi sizeLimit < 256Mi limit: the sizeLimit.
-		{name: "size-limit-below-memory-limit", memoryLimit: "256Mi", wantKiB: 96 * 1024},
+		{name: "size-limit-below-memory-limit", sizeLimit: "96Mi", memoryLimit: "256Mi", wantKiB: 96 * 1024},
 		// 64Mi limit < 96Mi sizeLimit: the pod could never fill more than its limit anyway.
-		{name: "memory-limit-below-size-limit", memoryLimit: "64Mi", wantKiB: 64 * 1024},
+		{name: "memory-limit-below-size-limit", sizeLimit: "96Mi", memoryLimit: "64Mi", wantKiB: 64 * 1024},
+		// No memory limit and a sizeLimit beyond the node: the node's allocatable memory.
+		{name: "node-allocatable-below-size-limit", sizeLimit: fmt.Sprint(allocatable.Value() + 1<<30), wantKiB: allocatableKiB},
 	}
+	t.Logf("node %s: %s of allocatable memory (a tmpfs of %d KiB)", node.Name(), allocatable.String(), allocatableKiB)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := runTmpfsPod(ctx, t, cs, ns, node.Name(), tc.name, tc.memoryLimit)
+			pod := runTmpfsPod(ctx, t, cs, ns, node.Name(), tc.name, tc.sizeLimit, tc.memoryLimit)
 			pid, err := node.ContainerPID(pod.Status.ContainerStatuses[0].ContainerID)
 			if err != nil {
 				t.Fatal(err)
@@ -72,8 +81,10 @@ func TestMemoryEmptyDirIsSizedTmpfs(t *testing.T) {
 			assertTmpfs(t, fmt.Sprintf("/proc/%d/mountinfo", pid), scratchPath, tc.wantKiB)
 			hostDir := filepath.Join(node.KubeletRoot(), "pods", string(pod.UID), "volumes", "kubernetes.io~empty-dir", "scratch")
 			assertTmpfs(t, "/proc/self/mountinfo", hostDir, tc.wantKiB)
-			limit := resource.MustParse(tc.memoryLimit)
-			assertMemoryLimit(t, pid, limit.Value())
+			if tc.memoryLimit != "" {
+				limit := resource.MustParse(tc.memoryLimit)
+				assertMemoryLimit(t, pid, limit.Value())
+			}
 			assertThroughKubelet(ctx, t, c.Config(), pod, tc.wantKiB)
 			deletePod(ctx, t, cs, pod)
 		})
@@ -96,10 +107,15 @@ func createNamespace(ctx context.Context, t *testing.T, cs kubernetes.Interface)
 	return ns.Name
 }
 
-// tmpfsPod is a pod on the real node whose container sleeps with a 96Mi memory-backed emptyDir and
-// the given memory limit. It prints a line first, for the logs check.
-func tmpfsPod(name, nodeName, memoryLimit string) *corev1.Pod {
-	sizeLimit := resource.MustParse("96Mi")
+// tmpfsPod is a pod on the real node whose container sleeps with a memory-backed emptyDir of the
+// given sizeLimit and the given memory limit (none when empty). It prints a line first, for the logs
+// check.
+func tmpfsPod(name, nodeName, size, memoryLimit string) *corev1.Pod {
+	sizeLimit := resource.MustParse(size)
+	limits := corev1.ResourceList{}
+	if memoryLimit != "" {
+		limits[corev1.ResourceMemory] = resource.MustParse(memoryLimit)
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{
@@ -110,7 +126,7 @@ func tmpfsPod(name, nodeName, memoryLimit string) *corev1.Pod {
 				Command: []string{"sh", "-c", "echo started; exec sleep 3600"},
 				Resources: corev1.ResourceRequirements{
 					Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Mi"), corev1.ResourceCPU: resource.MustParse("10m")},
-					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(memoryLimit)},
+					Limits:   limits,
 				},
 				VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: scratchPath}},
 			}},
@@ -122,9 +138,9 @@ func tmpfsPod(name, nodeName, memoryLimit string) *corev1.Pod {
 }
 
 // runTmpfsPod creates the pod and waits until its container runs.
-func runTmpfsPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, nodeName, name, memoryLimit string) *corev1.Pod {
+func runTmpfsPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, nodeName, name, sizeLimit, memoryLimit string) *corev1.Pod {
 	t.Helper()
-	if _, err := cs.CoreV1().Pods(ns).Create(ctx, tmpfsPod(name, nodeName, memoryLimit), metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, tmpfsPod(name, nodeName, sizeLimit, memoryLimit), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var pod *corev1.Pod
