@@ -53,6 +53,12 @@ func TestAdmissionDenial(t *testing.T) {
 			}
 		})
 	}
+	for _, tt := range tests {
+		want := tt.name == "JSON patch test failed" || tt.name == "conflict"
+		if got := staleWrite(tt.err); got != want {
+			t.Errorf("staleWrite(%v) = %v, want %v", tt.err, got, want)
+		}
+	}
 	if got := admissionDenial(byPolicy(metav1.StatusReasonForbidden, http.StatusForbidden)); got != `statefulsets.apps "db" is forbidden: `+policyMsg {
 		t.Errorf("the message is %q, want the server's whole message, which names the policy", got)
 	}

@@ -15,8 +15,12 @@ const (
 	EventBlocked = "InjectionBlocked"
 	// EventMemoryWarning: the injection goes ahead, but nothing bounds tmpfs plus the database.
 	EventMemoryWarning = "MemoryNotBounded"
+	// EventFightingAnotherWriter: another writer kept removing the entries from a StatefulSet, and
+	// the controller stopped restoring them; recorded once per fight.
+	EventFightingAnotherWriter = "FightingAnotherWriter"
 
 	actionInject = "Inject"
 	actionRevert = "Revert"
 	actionCheck  = "Check"
+	actionHold   = "Hold"
 )

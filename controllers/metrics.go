@@ -20,8 +20,16 @@ var (
 		Name: "dbtune_scratch_targets_injected",
 		Help: "StatefulSets carrying a ScratchVolume's entries, per ScratchVolume.",
 	}, []string{"namespace", "scratchvolume"})
+	restoresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dbtune_scratch_restores_total",
+		Help: "Writes that put back entries another writer had removed from a StatefulSet, by namespace.",
+	}, []string{"namespace"})
+	writeWarsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dbtune_scratch_write_wars_total",
+		Help: "Times the controller stopped restoring a StatefulSet because another writer kept removing its entries, by namespace.",
+	}, []string{"namespace"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(statefulSetWrites, injectionsBlocked, targetsInjected)
+	metrics.Registry.MustRegister(statefulSetWrites, injectionsBlocked, targetsInjected, restoresTotal, writeWarsTotal)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,13 @@ type ScratchVolumeReconciler struct {
 	APIReader client.Reader
 	// MaxConcurrentReconciles bounds parallel reconciles (default 1).
 	MaxConcurrentReconciles int
+	// WriteWar is when the controller stops restoring entries another writer keeps removing
+	// (default: 3 restores within 10 minutes).
+	WriteWar WriteWarRule
+
+	guards guardStore
+	// written holds the generations of the controller's writes the cache has not seen yet.
+	written writtenGenerations
 }
 
 // Every verb below is one the manager's requests need; test/realnode compares them with the API
@@ -61,8 +69,17 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.ensureFinalizer(ctx, sv); err != nil {
 		return ctrl.Result{}, err
 	}
-	report := newReport(sv)
+	report := newReport(sv, r.WriteWar)
 	defer func() {
+		if staleWrite(err) {
+			// The StatefulSet moved between read and write, or the cache has not caught up with
+			// the last write yet: the retry comes at once and reports. The second is no error.
+			if errors.Is(err, errCacheBehind) {
+				result, err = ctrl.Result{RequeueAfter: cacheBehindRetry}, nil
+			}
+			return
+		}
+		report.failure = err
 		if statusErr := r.updateStatus(ctx, sv, report); statusErr != nil && err == nil {
 			err = statusErr
 		}
@@ -78,6 +95,23 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 	report.targetsFound = len(targets)
+	if err := r.syncTargets(ctx, sv, targets, report); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.revertDropped(ctx, sv, targets); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.pruneConfigMaps(ctx, sv, report.configMaps()); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: report.retryAfter(time.Now())}, nil
+}
+
+// syncTargets syncs every target and reports each. A failed write is reported as such and the
+// others still go ahead; the failures come back joined, for a retry with backoff. A conflict ends
+// the loop at once: the retry re-reads everything.
+func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.ScratchVolume, targets []appsv1.StatefulSet, report *report) error {
+	var errs []error
 	for i := range targets {
 		out, err := r.syncStatefulSet(ctx, &targets[i])
 		if denial := admissionDenial(err); denial != "" {
@@ -87,18 +121,17 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			report.denied(&targets[i], denial)
 			continue
 		}
+		if staleWrite(err) {
+			return err
+		}
 		if err != nil {
-			return ctrl.Result{}, err
+			report.failed(&targets[i], err)
+			errs = append(errs, err)
+			continue
 		}
 		report.add(&targets[i], out[sv.Name])
 	}
-	if err := r.revertDropped(ctx, sv, targets); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.pruneConfigMaps(ctx, sv, report.configMaps()); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{RequeueAfter: report.retryAfter()}, nil
+	return errors.Join(errs...)
 }
 
 // finalize removes the ScratchVolume from every StatefulSet that carries it, then lets it go.

@@ -23,12 +23,13 @@ import (
 var conflictReasons = map[string]bool{
 	v1alpha1.ReasonMountPathInUse: true, v1alpha1.ReasonVolumeNameInUse: true, v1alpha1.ReasonOverriddenByArgs: true,
 	v1alpha1.ReasonConfigDirUnusable: true, v1alpha1.ReasonArgsIgnored: true, v1alpha1.ReasonScratchVolumeConflict: true,
-	v1alpha1.ReasonExtraFlagsNotMergeable: true,
+	v1alpha1.ReasonExtraFlagsNotMergeable: true, v1alpha1.ReasonControlledByOperator: true, v1alpha1.ReasonFightingAnotherWriter: true,
 }
 
 // report gathers, during one reconcile, what happened to each target; it becomes the status.
 type report struct {
 	sv           *v1alpha1.ScratchVolume
+	rule         WriteWarRule
 	targetsFound int
 	// invalidSelector says why spec.target.selector cannot be parsed, when it cannot.
 	invalidSelector string
@@ -41,12 +42,16 @@ type report struct {
 	placed          []finding // where each injected target's temporary data goes
 	// denials counts the targets whose change admission control refused.
 	denials int
+	// wake is when a target's write-war guard needs the next reconcile; zero when none does.
+	wake time.Time
+	// failure is the error that ended the reconcile before every target was reported, if any.
+	failure error
 }
 
 type finding struct{ target, reason, message string }
 
-func newReport(sv *v1alpha1.ScratchVolume) *report {
-	return &report{sv: sv, cms: map[string]bool{}}
+func newReport(sv *v1alpha1.ScratchVolume, rule WriteWarRule) *report {
+	return &report{sv: sv, cms: map[string]bool{}, rule: rule.orDefaults()}
 }
 
 // add records the outcome for one target StatefulSet.
@@ -58,12 +63,48 @@ func (rep *report) add(sts *appsv1.StatefulSet, o *outcome) {
 	switch {
 	case o == nil:
 		ts.Message = "not planned"
+	case o.war != nil:
+		rep.held(sts, o, &ts)
 	case o.plan == nil:
 		rep.blocked(sts, o, &ts)
 	default:
 		rep.injected(sts, o.plan, &ts)
 	}
+	if o != nil {
+		rep.guarded(o.guard, &ts)
+	}
 	rep.targets = append(rep.targets, ts)
+}
+
+// guarded copies a target's restore history into its status and notes when it needs a reconcile.
+func (rep *report) guarded(g writeGuard, ts *v1alpha1.ScratchTargetStatus) {
+	ts.Restores, ts.WriteWar = g.restores, g.war
+	if at := rep.rule.wake(g); !at.IsZero() && (rep.wake.IsZero() || at.Before(rep.wake)) {
+		rep.wake = at
+	}
+}
+
+// held records a target the controller holds off writing because another writer keeps removing
+// its entries. The hash stays, so that the next write is known as a restore.
+func (rep *report) held(sts *appsv1.StatefulSet, o *outcome, ts *v1alpha1.ScratchTargetStatus) {
+	msg := fightMessage(sts.Name, o.war, rep.rule)
+	rep.problems = append(rep.problems, finding{sts.Name, v1alpha1.ReasonFightingAnotherWriter, msg})
+	ts.Message, ts.ConfigHash, ts.Container = msg, o.plan.Hash, o.plan.Container
+	ts.Injected = sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()] == o.plan.Hash
+	if o.plan.ConfigVolume != nil {
+		rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
+	}
+	injectionsBlocked.WithLabelValues(v1alpha1.ReasonFightingAnotherWriter).Inc()
+}
+
+// failed records a target whose write failed with err: not injected as planned, whatever the
+// StatefulSet carried before.
+func (rep *report) failed(sts *appsv1.StatefulSet, err error) {
+	_, kept := sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
+	rep.add(sts, &outcome{sv: rep.sv, kept: kept, problem: &inject.Problem{
+		Reason:  v1alpha1.ReasonWriteFailed,
+		Message: fmt.Sprintf("%v; the controller retries with a growing delay", err),
+	}})
 }
 
 func (rep *report) blocked(sts *appsv1.StatefulSet, o *outcome, ts *v1alpha1.ScratchTargetStatus) {
@@ -119,12 +160,21 @@ func (rep *report) denied(sts *appsv1.StatefulSet, message string) {
 	}})
 }
 
-// retryAfter is when to reconcile again without an event: after a denial, a policy may change.
-func (rep *report) retryAfter() time.Duration {
+// retryAfter is when to reconcile again without an event: after a denial, a policy may change;
+// a write-war hold ends, or a try after one has survived the window.
+func (rep *report) retryAfter(now time.Time) time.Duration {
+	var after time.Duration
 	if rep.denials > 0 {
-		return admissionRetryInterval
+		after = admissionRetryInterval
 	}
-	return 0
+	if !rep.wake.IsZero() {
+		// A second late, so that the hold is over when the reconcile looks.
+		wake := max(rep.wake.Sub(now)+time.Second, time.Second)
+		if after == 0 || wake < after {
+			after = wake
+		}
+	}
+	return after
 }
 
 func (rep *report) configMaps() map[string]bool { return rep.cms }
@@ -219,6 +269,11 @@ func (rep *report) conditions() []metav1.Condition {
 			break
 		}
 	}
+	if rep.failure != nil && ready.Status == metav1.ConditionTrue {
+		// Every target looks right, but a step after them failed: nothing says all is well.
+		ready.Status, ready.Reason = metav1.ConditionUnknown, v1alpha1.ReasonReconcileFailed
+		ready.Message = fmt.Sprintf("%v; the controller retries with a growing delay", rep.failure)
+	}
 	return []metav1.Condition{ready, found, memory, injected, rolled, conflict}
 }
 
@@ -273,6 +328,16 @@ func (rep *report) injectedCondition(c func(string, bool, string, string) metav1
 		return c(v1alpha1.ConditionInjected, false, reason, msg)
 	case len(blocked) > 0:
 		return c(v1alpha1.ConditionInjected, false, blocked[0].reason, summarize(blocked)+"; the StatefulSet was left untouched")
+	}
+	if unreported := rep.targetsFound - len(rep.targets); unreported > 0 {
+		// The reconcile ended before these targets were synced: nobody knows what they carry.
+		cond := c(v1alpha1.ConditionInjected, false, v1alpha1.ReasonReconcileFailed,
+			fmt.Sprintf("%d of %d StatefulSet(s) not synced yet", unreported, rep.targetsFound))
+		if rep.failure != nil {
+			cond.Message += fmt.Sprintf(": %v", rep.failure)
+		}
+		cond.Status = metav1.ConditionUnknown
+		return cond
 	}
 	msg := fmt.Sprintf("%d StatefulSet(s) carry the volume", rep.targetsFound)
 	if len(rep.notes) > 0 {
@@ -362,6 +427,9 @@ func (r *ScratchVolumeReconciler) warnOnNewProblems(sv *v1alpha1.ScratchVolume, 
 		if cur == nil || cur.Status == metav1.ConditionTrue || cur.Reason == v1alpha1.ReasonTargetNotFound ||
 			(old != nil && old.Message == cur.Message) {
 			continue
+		}
+		if cur.Reason == v1alpha1.ReasonFightingAnotherWriter {
+			continue // warned once when the fight began
 		}
 		reason := EventBlocked
 		if cur.Reason == v1alpha1.ReasonNoMemoryLimit {

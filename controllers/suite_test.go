@@ -19,6 +19,9 @@ import (
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
+// writeWarWindow is the test manager's write-war window (10 minutes in the product).
+const writeWarWindow = 6 * time.Second
+
 var (
 	env *testenv.Env
 	// writes counts the controller's StatefulSet writes per namespace/name.
@@ -65,6 +68,8 @@ func runManager(e *testenv.Env) error {
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("scratch-operator"),
 		APIReader:               mgr.GetAPIReader(),
 		MaxConcurrentReconciles: 4,
+		// The default rule with a window short enough for a test to see a fight end.
+		WriteWar: controllers.WriteWarRule{Restores: controllers.DefaultWriteWarRestores, Window: writeWarWindow},
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return err

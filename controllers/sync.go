@@ -4,17 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/dbtune/scratch-operator/api/conditions"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 )
@@ -43,6 +47,30 @@ func admissionDenial(err error) string {
 	return ""
 }
 
+// staleWrite reports whether err says the StatefulSet changed between the read the decision was
+// made on and the write: a conflict, or a JSON patch whose tests (resourceVersion, container
+// names) failed. Such a write is retried at once, not reported as a failure.
+func staleWrite(err error) bool {
+	if errors.Is(err, errCacheBehind) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) {
+		return false
+	}
+	s := status.Status()
+	if s.Reason == metav1.StatusReasonConflict {
+		return true
+	}
+	if s.Code != http.StatusUnprocessableEntity {
+		return false
+	}
+	// A JSON patch that does not apply (our only ones that can fail are the tests) comes back with
+	// the generic text of a 422, the patch library's "testing value … failed" dropped.
+	return strings.Contains(s.Message, "testing value") ||
+		strings.HasPrefix(s.Message, "the server rejected our request due to an error in our request")
+}
+
 // outcome is what became of one ScratchVolume on one StatefulSet.
 type outcome struct {
 	sv      *v1alpha1.ScratchVolume
@@ -50,12 +78,20 @@ type outcome struct {
 	problem *inject.Problem // why it is blocked
 	// kept is true when a blocked ScratchVolume's earlier injection stays in place untouched.
 	kept bool
+	// war is set, with plan, when the controller holds off writing the plan because another
+	// writer keeps removing it.
+	war *v1alpha1.WriteWar
+	// guard is the StatefulSet's restore history, for the status.
+	guard writeGuard
 }
 
 // syncStatefulSet makes the controller's entries on sts the union of the plans of every live
 // ScratchVolume that selects it, writing only when they differ from what is there. It returns the
 // outcome per ScratchVolume name.
 func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet) (map[string]*outcome, error) {
+	if r.written.behind(sts) {
+		return nil, fmt.Errorf("StatefulSet %s/%s at generation %d: %w", sts.Namespace, sts.Name, sts.Generation, errCacheBehind)
+	}
 	svs, err := r.scratchVolumesFor(ctx, sts)
 	if err != nil {
 		return nil, err
@@ -69,19 +105,116 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 		desired = desired.Merge(inject.ObservedFor(&sts.Spec.Template, name))
 	}
 	desired = desired.WithAnnotations(states)
-	if err := r.ensureConfigMaps(ctx, sts, outcomes); err != nil {
-		return nil, err
-	}
 	observed := inject.Observed(&sts.Spec.Template)
 	pending := inject.Pending(&sts.Spec.Template, changes, &user)
+	rule, key, now := r.WriteWar.orDefaults(), client.ObjectKeyFromObject(sts), time.Now()
 	if desired.Equal(observed) && len(pending) == 0 {
-		return outcomes, nil
+		g := r.guards.update(key, svs, func(g writeGuard) writeGuard { return rule.settled(g, now) })
+		return withGuard(outcomes, g), r.ensureConfigMaps(ctx, sts, outcomes)
+	}
+	restored := restoredBy(outcomes, sts, pending)
+	if len(restored) > 0 {
+		if held, err := r.holdOff(ctx, sts, svs, outcomes, configKey(desired), restored); held || err != nil {
+			return outcomes, err
+		}
+	}
+	if err := r.ensureConfigMaps(ctx, sts, outcomes); err != nil {
+		return nil, err
 	}
 	if err := r.write(ctx, sts, desired, observed, pending); err != nil {
 		return nil, err
 	}
-	r.recordChange(sts, outcomes, desired, observed)
-	return outcomes, nil
+	live := &appsv1.StatefulSet{}
+	if err := r.reader().Get(ctx, key, live); err != nil {
+		return nil, fmt.Errorf("failed to get StatefulSet %s/%s after writing it: %w", sts.Namespace, sts.Name, err)
+	}
+	r.written.record(key, live.Generation)
+	g := r.guards.update(key, svs, func(g writeGuard) writeGuard { return rule.afterWrite(g, now, len(restored) > 0) })
+	if len(restored) > 0 {
+		restoresTotal.WithLabelValues(sts.Namespace).Inc()
+	}
+	r.recordChange(sts, outcomes, desired, observed, restored)
+	return withGuard(outcomes, g), nil
+}
+
+// holdOff applies the write-war rule before a write that restores entries someone removed from
+// sts. When the controller must hold off, it marks the outcomes held; when a hold begins, it names
+// the other writers (read around the cache, which drops managedFields), and when a fight begins,
+// it counts it and warns once.
+func (r *ScratchVolumeReconciler) holdOff(ctx context.Context, sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume,
+	outcomes map[string]*outcome, key string, removed []string) (bool, error) {
+	rule, now, name := r.WriteWar.orDefaults(), time.Now(), client.ObjectKeyFromObject(sts)
+	var hold, fresh bool
+	g := r.guards.update(name, svs, func(g writeGuard) writeGuard {
+		g, hold, fresh = rule.beforeRestore(g, now, key)
+		return g
+	})
+	if fresh {
+		live := &appsv1.StatefulSet{}
+		if err := r.reader().Get(ctx, name, live); err != nil {
+			return true, fmt.Errorf("failed to get StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
+		}
+		g = r.guards.update(name, svs, func(g writeGuard) writeGuard {
+			g.war = g.war.DeepCopy()
+			g.war.FieldManagers, g.war.Removed = templateWriters(live), removed
+			return g
+		})
+	}
+	withGuard(outcomes, g)
+	if !hold {
+		return false, nil
+	}
+	for _, o := range outcomes {
+		if o.plan != nil {
+			o.war = g.war
+		}
+	}
+	if fresh && g.war.Holds == 1 {
+		writeWarsTotal.WithLabelValues(sts.Namespace).Inc()
+		log.FromContext(ctx).Info("Stopped restoring a StatefulSet that another writer keeps changing",
+			"statefulset", name, "fieldManagers", g.war.FieldManagers, "retryAt", g.war.RetryAt)
+		for _, o := range outcomes {
+			if o.plan != nil {
+				r.Recorder.Eventf(o.sv, sts, corev1.EventTypeWarning, EventFightingAnotherWriter, actionHold, "%s",
+					fightMessage(sts.Name, g.war, rule))
+			}
+		}
+	}
+	return true, nil
+}
+
+// restoredBy names what a write of the outcomes' plans puts back on sts: entries of a
+// configuration the controller had already written there (the status says so) that are gone now.
+// Nothing when the write only injects or updates.
+func restoredBy(outcomes map[string]*outcome, sts *appsv1.StatefulSet, pending []inject.ContainerChange) []string {
+	var out []string
+	for _, o := range outcomes {
+		if o.plan == nil || !wrote(o.sv, sts.Name, o.plan.Hash) {
+			continue
+		}
+		out = append(out, removedEntries(inject.Desired([]*inject.Plan{o.plan}), inject.ObservedFor(&sts.Spec.Template, o.sv.Name))...)
+		if len(pending) > 0 && len(out) == 0 {
+			for _, ch := range pending {
+				out = append(out, "the settings the controller made in container "+ch.Container)
+			}
+		}
+	}
+	return slices.Compact(out)
+}
+
+// withGuard hands the StatefulSet's restore history to every outcome, for the status.
+func withGuard(outcomes map[string]*outcome, g writeGuard) map[string]*outcome {
+	for _, o := range outcomes {
+		o.guard = g
+	}
+	return outcomes
+}
+
+func (r *ScratchVolumeReconciler) reader() client.Reader {
+	if r.APIReader == nil {
+		return r.Client
+	}
+	return r.APIReader
 }
 
 // decide plans every ScratchVolume (oldest first) for sts and settles conflicts between them: the
@@ -97,6 +230,10 @@ func decide(svs []v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) map[string]*o
 		sv := &svs[i]
 		o := &outcome{sv: sv}
 		out[sv.Name] = o
+		if p := controlledElsewhere(sv, sts); p != nil {
+			o.problem, o.kept = p, injected[sv.Name]
+			continue
+		}
 		plan, err := inject.NewPlan(sv, sts)
 		if err != nil {
 			var p *inject.Problem
@@ -157,11 +294,7 @@ func (r *ScratchVolumeReconciler) write(ctx context.Context, sts *appsv1.Statefu
 	}
 	if !removing && len(pending) > 0 {
 		// The apply moved the resourceVersion on: read the object the patch will test against.
-		reader := r.APIReader
-		if reader == nil {
-			reader = r.Client
-		}
-		if err := reader.Get(ctx, client.ObjectKeyFromObject(sts), sts); err != nil {
+		if err := r.reader().Get(ctx, client.ObjectKeyFromObject(sts), sts); err != nil {
 			return fmt.Errorf("failed to get StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 		}
 		return r.patchContainers(ctx, sts, pending)
@@ -217,7 +350,7 @@ func changeKind(desired, observed inject.Entries) string {
 }
 
 // recordChange emits one Event per ScratchVolume whose entries changed on sts.
-func (r *ScratchVolumeReconciler) recordChange(sts *appsv1.StatefulSet, outcomes map[string]*outcome, desired, observed inject.Entries) {
+func (r *ScratchVolumeReconciler) recordChange(sts *appsv1.StatefulSet, outcomes map[string]*outcome, desired, observed inject.Entries, restored []string) {
 	for _, o := range outcomes {
 		if o.plan == nil {
 			continue
@@ -225,9 +358,10 @@ func (r *ScratchVolumeReconciler) recordChange(sts *appsv1.StatefulSet, outcomes
 		key := o.sv.InjectionAnnotation()
 		before, had := observed.Annotations[key]
 		switch {
-		case !had && wasInjected(o.sv, sts.Name):
+		case !had && wrote(o.sv, sts.Name, o.plan.Hash):
 			r.Recorder.Eventf(o.sv, sts, corev1.EventTypeNormal, EventRestored, actionInject,
-				"Restored the injection in StatefulSet %s, which another field manager or a hand edit removed", sts.Name)
+				"Restored the injection in StatefulSet %s, which another field manager or a hand edit removed (%s)", sts.Name,
+				conditions.Names(restored, 4))
 		case !had:
 			r.Recorder.Eventf(o.sv, sts, corev1.EventTypeNormal, EventInjected, actionInject,
 				"Injected a %s RAM volume at %s into container %s of StatefulSet %s%s", o.sv.Spec.Size.String(), o.plan.Mount.MountPath, o.plan.Container, sts.Name, placement(o.plan))
@@ -249,11 +383,12 @@ func placement(p *inject.Plan) string {
 	return fmt.Sprintf(" (%s); %s", p.Injection, DescribeLocations(p.Locations))
 }
 
-// wasInjected reports whether sv's last status had target injected.
-func wasInjected(sv *v1alpha1.ScratchVolume, target string) bool {
+// wrote reports whether sv's last status had the configuration hash on target: injected, or held
+// off by a write war.
+func wrote(sv *v1alpha1.ScratchVolume, target, hash string) bool {
 	for _, t := range sv.Status.Targets {
 		if t.Name == target {
-			return t.Injected
+			return t.ConfigHash == hash && (t.Injected || t.WriteWar != nil)
 		}
 	}
 	return false

@@ -12,8 +12,9 @@ const (
 	ConditionInjected = "Injected"
 	// ConditionRolledOut is True when every pod of every target runs the injected template.
 	ConditionRolledOut = "RolledOut"
-	// ConditionConflict is True when the injection would collide with something the user or another
-	// ScratchVolume owns; the StatefulSet is then left untouched.
+	// ConditionConflict is True when the injection would collide with something the user, another
+	// ScratchVolume or another controller owns (an owning operator, a writer that keeps removing
+	// the entries); the StatefulSet is then left untouched.
 	ConditionConflict = "Conflict"
 )
 

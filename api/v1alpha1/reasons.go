@@ -26,6 +26,23 @@ const (
 	// webhook) refused the controller's change to a StatefulSet; the message quotes the API
 	// server's answer, which names the policy or webhook. The StatefulSet keeps what it had.
 	ReasonAdmissionDenied = "AdmissionDenied"
+	// ReasonControlledByOperator: the StatefulSet has a controller owner reference to a kind that
+	// spec.target.allowedControllers does not list; it is left untouched, and the message names
+	// the owner and says how to get the RAM volume through it instead.
+	ReasonControlledByOperator = "ControlledByOperator"
+	// ReasonFightingAnotherWriter: another field manager kept removing the controller's entries
+	// from the StatefulSet, so the controller stopped restoring them (each restore rolls the
+	// pods); the message names the manager and what it removed, and when the controller tries
+	// again.
+	ReasonFightingAnotherWriter = "FightingAnotherWriter"
+	// ReasonWriteFailed: the API server refused or failed the controller's write to the
+	// StatefulSet for a reason other than admission control; the message quotes the error, and
+	// the controller retries with a growing delay.
+	ReasonWriteFailed = "WriteFailed"
+	// ReasonReconcileFailed: a step that is not tied to one StatefulSet failed (listing targets,
+	// reverting a dropped one, deleting an unused ConfigMap); Ready is Unknown until a retry
+	// succeeds.
+	ReasonReconcileFailed = "ReconcileFailed"
 )
 
 // Reasons a ScratchVolume cannot be injected into a StatefulSet. Each becomes a condition reason

@@ -158,6 +158,42 @@ type ScratchTarget struct {
 	//
 	// +optional
 	Selector *LabelSelector `json:"selector,omitempty"`
+
+	// AllowedControllers lists the kinds of controller that may own a StatefulSet this
+	// ScratchVolume injects. A StatefulSet whose controller owner reference (controller: true)
+	// points at any other kind is left untouched, with the condition reason ControlledByOperator:
+	// an operator that writes its whole pod template on every reconcile removes the entries, and
+	// every restore rolls the database pods. List a kind only when its operator keeps fields other
+	// field managers own (operators that write with server-side apply do). StatefulSets without a
+	// controller owner reference (created by a person, Helm, Argo CD or Flux) need no entry.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=apiGroup
+	// +listMapKey=kind
+	// +kubebuilder:validation:MaxItems=16
+	AllowedControllers []ControllerKind `json:"allowedControllers,omitempty"`
+}
+
+// ControllerKind names a kind of object that may control (own, with controller: true) a
+// StatefulSet.
+type ControllerKind struct {
+	// APIGroup is the kind's API group, without its version: k8s.mariadb.com, not
+	// k8s.mariadb.com/v1alpha1.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.target.allowedControllers[].apiGroup must be an API group such as k8s.mariadb.com, without a version"
+	APIGroup string `json:"apiGroup"`
+
+	// Kind is the kind, as its owner references spell it: MariaDB, MySQLCluster, InnoDBCluster.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z][A-Za-z0-9]*$')",message="spec.target.allowedControllers[].kind must be a kind such as MariaDB: letters and digits, starting with a letter"
+	Kind string `json:"kind"`
 }
 
 // MySQLSpec tunes how a MySQLTmpdir volume is wired into the database. Every field is optional:
@@ -405,6 +441,69 @@ type ScratchTargetStatus struct {
 	//
 	// +optional
 	Message string `json:"message,omitempty"`
+
+	// Restores are the times, oldest first, the controller put back entries that another writer
+	// had removed from this StatefulSet, within the last write-war window (10 minutes). The
+	// controller keeps them here so that a restarted manager still counts them.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Restores []metav1.Time `json:"restores,omitempty"`
+
+	// WriteWar is set while another writer keeps removing the controller's entries from this
+	// StatefulSet and the controller, instead of restoring them again, holds off.
+	//
+	// +optional
+	WriteWar *WriteWar `json:"writeWar,omitempty"`
+}
+
+// WriteWar records a fight over a StatefulSet's pod template: another field manager removed the
+// controller's entries again and again, each restore rolled the pods, so the controller stopped
+// writing to the StatefulSet.
+type WriteWar struct {
+	// FieldManagers are the managers, from the StatefulSet's managedFields, that write its pod
+	// template with updates (not server-side apply) and so can remove entries they do not own.
+	//
+	// +optional
+	// +listType=atomic
+	FieldManagers []string `json:"fieldManagers,omitempty"`
+
+	// Removed says which of the controller's entries were missing when it stopped.
+	//
+	// +optional
+	// +listType=atomic
+	Removed []string `json:"removed,omitempty"`
+
+	// Holds counts the times the controller stopped writing in this fight: the first after the
+	// restores the window allows, each later one after a single try that was undone again.
+	//
+	// +optional
+	Holds int32 `json:"holds,omitempty"`
+
+	// HeldSince is when the current hold began.
+	//
+	// +optional
+	HeldSince metav1.Time `json:"heldSince,omitempty"`
+
+	// RetryAt is when the controller tries once more, unless the ScratchVolume's spec changes
+	// before (which tries at once). Each hold lasts twice as long as the one before, from the
+	// window up to 32 windows.
+	//
+	// +optional
+	RetryAt metav1.Time `json:"retryAt,omitempty"`
+
+	// TriedAt is when the controller wrote again after the hold ended. Undone before a window
+	// passes, the next hold begins; left alone for a window, the fight is over.
+	//
+	// +optional
+	TriedAt metav1.Time `json:"triedAt,omitempty"`
+
+	// ConfigHash is the configuration the controller held off with; a spec that plans another one
+	// ends the hold.
+	//
+	// +optional
+	ConfigHash string `json:"configHash,omitempty"`
 }
 
 // TempData names a kind of temporary data a MySQL-compatible server writes.

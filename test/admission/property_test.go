@@ -52,19 +52,20 @@ func FuzzAdmittedSpecsArePlannedFaithfully(f *testing.F) {
 		f.Add(in.Name, in.Size, in.Purpose, in.Container, in.MountPath,
 			in.TargetName, in.SelectorKey, in.SelectorOp, in.SelectorValue,
 			in.MySQL, in.Flavor, in.Version, in.Injection, in.DataDir, in.ConfigDir, in.ReplicaLoadDir, in.InnoDBTmpdir,
-			in.SessionTempTablespaces, in.Accounting, in.Headroom)
+			in.SessionTempTablespaces, in.Accounting, in.Headroom, in.ControllerGroup, in.ControllerKind)
 	}
 	f.Cleanup(func() { c.stats.log(f) })
 	f.Fuzz(func(t *testing.T, name, size, purpose, container, mountPath,
 		targetName, selectorKey, selectorOp, selectorValue string,
 		withMySQL bool, flavor, version, injection, dataDir, configDir, replicaLoadDir, innodbTmpdir,
-		sessionTempTablespaces, accounting, headroom string,
+		sessionTempTablespaces, accounting, headroom, controllerGroup, controllerKind string,
 	) {
 		in := specInput{Name: name, Size: size, Purpose: purpose, Container: container, MountPath: mountPath,
 			TargetName: targetName, SelectorKey: selectorKey, SelectorOp: selectorOp, SelectorValue: selectorValue,
 			MySQL: withMySQL, Flavor: flavor, Version: version, Injection: injection, DataDir: dataDir,
 			ConfigDir: configDir, ReplicaLoadDir: replicaLoadDir, InnoDBTmpdir: innodbTmpdir,
-			SessionTempTablespaces: sessionTempTablespaces, Accounting: accounting, Headroom: headroom}
+			SessionTempTablespaces: sessionTempTablespaces, Accounting: accounting, Headroom: headroom,
+			ControllerGroup: controllerGroup, ControllerKind: controllerKind}
 		if failures := c.check(t, in.object(c.ns)); len(failures) > 0 {
 			t.Errorf("input %s:\n%s", in, strings.Join(failures, "\n"))
 		}

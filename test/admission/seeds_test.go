@@ -31,6 +31,9 @@ type specInput struct {
 	Flavor, Version, Injection, DataDir, ConfigDir, ReplicaLoadDir, InnoDBTmpdir string
 	SessionTempTablespaces                                                       string
 	Accounting, Headroom                                                         string
+	// ControllerGroup and ControllerKind are spec.target.allowedControllers' only entry, present
+	// when either is set.
+	ControllerGroup, ControllerKind string
 }
 
 // strings returns the string fields, for mutation.
@@ -38,14 +41,15 @@ func (in *specInput) strings() []*string {
 	return []*string{&in.Name, &in.Size, &in.Purpose, &in.Container, &in.MountPath,
 		&in.TargetName, &in.SelectorKey, &in.SelectorOp, &in.SelectorValue,
 		&in.Flavor, &in.Version, &in.Injection, &in.DataDir, &in.ConfigDir, &in.ReplicaLoadDir, &in.InnoDBTmpdir,
-		&in.SessionTempTablespaces, &in.Accounting, &in.Headroom}
+		&in.SessionTempTablespaces, &in.Accounting, &in.Headroom, &in.ControllerGroup, &in.ControllerKind}
 }
 
 // fieldNames name the fields of strings(), in the same order.
 var fieldNames = []string{"name", "size", "purpose", "container", "mountPath",
 	"target.name", "selector.key", "selector.operator", "selector.value",
 	"mysql.flavor", "mysql.version", "mysql.injection", "mysql.dataDir", "mysql.configDir", "mysql.replicaLoadDir", "mysql.innodbTmpdir",
-	"mysql.sessionTempTablespaces", "memory.accounting", "memory.headroom"}
+	"mysql.sessionTempTablespaces", "memory.accounting", "memory.headroom",
+	"target.allowedControllers.apiGroup", "target.allowedControllers.kind"}
 
 // String is the input as Go source, to paste into a seed.
 func (in specInput) String() string { return fmt.Sprintf("%#v", in) }
@@ -68,6 +72,16 @@ func (in specInput) object(ns string) *unstructured.Unstructured {
 		target["selector"] = map[string]any{"matchExpressions": []any{term}}
 	case in.SelectorKey != "":
 		target["selector"] = map[string]any{"matchLabels": map[string]any{s(in.SelectorKey): s(in.SelectorValue)}}
+	}
+	if in.ControllerGroup != "" || in.ControllerKind != "" {
+		entry := map[string]any{}
+		if in.ControllerGroup != "" {
+			entry["apiGroup"] = s(in.ControllerGroup)
+		}
+		if in.ControllerKind != "" {
+			entry["kind"] = s(in.ControllerKind)
+		}
+		target["allowedControllers"] = []any{entry}
 	}
 	spec["target"] = target
 	set := func(m map[string]any, key, v string) {
@@ -150,6 +164,12 @@ func fromObject(obj *unstructured.Unstructured) specInput {
 		Accounting:             str("spec", "memory", "accounting"), Headroom: str("spec", "memory", "headroom"),
 	}
 	_, in.MySQL, _ = unstructured.NestedFieldNoCopy(obj.Object, "spec", "mysql")
+	controllers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "target", "allowedControllers")
+	if len(controllers) > 0 {
+		entry, _ := controllers[0].(map[string]any)
+		in.ControllerGroup, _ = entry["apiGroup"].(string)
+		in.ControllerKind, _ = entry["kind"].(string)
+	}
 	labels, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "target", "selector", "matchLabels")
 	for k, v := range labels {
 		in.SelectorKey, in.SelectorValue = k, v
@@ -214,7 +234,8 @@ func base() specInput { return specInput{Name: "bad", TargetName: "db", Size: "5
 func fullBase() specInput {
 	return specInput{Name: "tmp", TargetName: "db", Size: "512Mi", Purpose: "MySQLTmpdir", Container: "",
 		MountPath: "/var/lib/mysql-tmp", MySQL: true, Flavor: "", Version: "", Injection: "ConfigFile",
-		InnoDBTmpdir: "Disk", Accounting: "Validate", Headroom: "256Mi"}
+		InnoDBTmpdir: "Disk", Accounting: "Validate", Headroom: "256Mi",
+		ControllerGroup: "moco.cybozu.com", ControllerKind: "MySQLCluster"}
 }
 
 // with returns in changed by f.
@@ -249,12 +270,16 @@ func apiCases() []specInput {
 		selector("app.kubernetes.io/name", "", "mysql"),
 		selector("tier", "", ""),
 		selector("app.kubernetes.io/component", "In", "primary"),
+		func(in *specInput) { in.ControllerGroup, in.ControllerKind = "k8s.mariadb.com", "MariaDB" },
 		// Bad cases.
 		size(""), size("0"), size("-1Gi"), size("lots"), size("65Gi"), size("1Ti"),
 		func(in *specInput) { in.TargetName = "" },
 		func(in *specInput) { in.SelectorKey, in.SelectorValue = "app", "db" },
 		selector("app", "Equals", "db"), selector("app", "In", ""),
 		func(in *specInput) { in.TargetName = "DB_1" },
+		func(in *specInput) { in.ControllerGroup, in.ControllerKind = "k8s.mariadb.com/v1alpha1", "MariaDB" },
+		func(in *specInput) { in.ControllerKind = "MariaDB" },
+		func(in *specInput) { in.ControllerGroup, in.ControllerKind = "moco.cybozu.com", "mysql.cluster" },
 		mountPath("tmp/scratch"), mountPath("/var/lib/../scratch"), mountPath("/"), mountPath("/proc/scratch"),
 		mountPath("/etc"), mountPath("/dev/shm"), mountPath("/var/lib/mysql"), mountPath("/var/lib/mysql/tmp"),
 		mountPath("/bitnami/mysql/data"),
@@ -394,6 +419,7 @@ var tokens = []string{
 	"MySQL", "MariaDB", "PerconaServer", "PerconaXtraDBCluster", "ConfigFile", "Args", "Disk", "Memory",
 	"Validate", "Reserve", "Ignore", "Generic", "MySQLTmpdir", "In", "NotIn", "Exists", "DoesNotExist",
 	"app", "example.com/", "A", "Z", "db", "mysql", "metrics",
+	"k8s.mariadb.com", "moco.cybozu.com", "/v1alpha1", "MariaDB", "MySQLCluster", "InnoDBCluster",
 }
 
 // generator draws specs from the seeds with random mutations of their fields. Most start from a

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
@@ -66,4 +68,46 @@ func withExtraArg(t *testing.T, path, arg string) *appsv1.StatefulSet {
 	c := &sts.Spec.Template.Spec.Containers[0]
 	c.Args = append(c.Args, arg)
 	return sts
+}
+
+// TestReplaceLoopIsNotFought replaces the StatefulSet with its manifest every two seconds, as a CI
+// job or an Update-based operator does, which removes the injection each time. The manager, a
+// separate process with the product's default rule, restores it at most 3 times, then stops
+// writing with FightingAnotherWriter, and the StatefulSet's generation stays put while the
+// replaces go on.
+func TestReplaceLoopIsNotFought(t *testing.T) {
+	s := requireSuite(t)
+	t.Parallel()
+	ns := s.namespace(t)
+	manifest := s.sample(statefulSetSample)
+	sts := s.applyStatefulSet(t, ns, manifest)
+	sv := s.applyScratchVolume(t, ns, s.sample(scratchVolumeSample))
+	s.waitCondition(t, ns, sv.Name, v1alpha1.ConditionInjected, metav1.ConditionTrue)
+	replace := func() {
+		s.kubectl(t, "replace", "-n", ns, "--field-manager=other-operator", "-f", manifest)
+		time.Sleep(2 * time.Second)
+	}
+	eventually(t, "the controller to stop restoring", func() (bool, string) {
+		replace()
+		c := meta.FindStatusCondition(s.scratchVolume(t, ns, sv.Name).Status.Conditions, v1alpha1.ConditionInjected)
+		if c == nil {
+			return false, "no Injected condition"
+		}
+		return c.Reason == v1alpha1.ReasonFightingAnotherWriter, c.Reason + ": " + c.Message
+	})
+	held := s.scratchVolume(t, ns, sv.Name)
+	if n := len(held.Status.Targets[0].Restores); n > 3 {
+		t.Errorf("%d restores before the controller stopped, want at most 3", n)
+	}
+	if war := held.Status.Targets[0].WriteWar; war == nil || len(war.FieldManagers) == 0 {
+		t.Errorf("status.targets[0].writeWar = %+v, want the other field managers named", war)
+	}
+	generation := s.statefulSet(t, ns, sts.Name).Generation
+	for range 3 {
+		replace()
+	}
+	if g := s.statefulSet(t, ns, sts.Name).Generation; g != generation {
+		t.Errorf("the StatefulSet's generation moved from %d to %d while the controller held off", generation, g)
+	}
+	s.waitCondition(t, ns, sv.Name, v1alpha1.ConditionReady, metav1.ConditionFalse)
 }

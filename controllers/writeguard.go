@@ -1,0 +1,328 @@
+package controllers
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dbtune/scratch-operator/api/conditions"
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/inject"
+)
+
+// The write-war rule's defaults: the window allows 3 restores in 10 minutes; a 4th needed within
+// it means another writer removes the entries as fast as they are put back, and every restore
+// rolls the database pods.
+const (
+	DefaultWriteWarRestores = 3
+	DefaultWriteWarWindow   = 10 * time.Minute
+	// maxHoldWindows bounds the growing hold: 32 windows, 5h20m with the default window.
+	maxHoldWindows = 32
+	// maxRestoresKept bounds status.targets[].restores.
+	maxRestoresKept = 16
+)
+
+// WriteWarRule says when the controller stops restoring its entries on a StatefulSet that another
+// writer keeps removing them from. Zero fields take the defaults.
+type WriteWarRule struct {
+	// Restores is how many restores of one StatefulSet the window allows.
+	Restores int
+	// Window is how far back restores count, how long the first hold lasts, and how long a try
+	// after a hold must survive for the fight to be over.
+	Window time.Duration
+}
+
+func (w WriteWarRule) orDefaults() WriteWarRule {
+	if w.Restores <= 0 {
+		w.Restores = DefaultWriteWarRestores
+	}
+	if w.Window <= 0 {
+		w.Window = DefaultWriteWarWindow
+	}
+	return w
+}
+
+// holdFor is how long hold number n (from 1) lasts: the window, doubling with every hold of the
+// same fight, up to maxHoldWindows windows.
+func (w WriteWarRule) holdFor(n int32) time.Duration {
+	d := w.Window
+	for i := int32(1); i < n && d < maxHoldWindows*w.Window; i++ {
+		d *= 2
+	}
+	return min(d, maxHoldWindows*w.Window)
+}
+
+// writeGuard is what the controller remembers of its restores on one StatefulSet. It lives in the
+// reconciler and, for a restarted manager, in status.targets[] of the ScratchVolumes that select
+// the StatefulSet.
+type writeGuard struct {
+	restores []metav1.Time
+	war      *v1alpha1.WriteWar
+}
+
+// prune drops the restores that fell out of the window.
+func (g writeGuard) prune(now time.Time, w WriteWarRule) writeGuard {
+	var kept []metav1.Time
+	for _, t := range g.restores {
+		if now.Sub(t.Time) < w.Window {
+			kept = append(kept, t)
+		}
+	}
+	g.restores = kept
+	return g
+}
+
+// beforeRestore applies the rule before a write that puts back entries someone removed; key
+// identifies what the controller wants written (a new spec makes a new key). It returns the new
+// state, whether to hold off instead of writing, and whether a new hold begins (the first of a
+// fight has Holds 1).
+func (w WriteWarRule) beforeRestore(g writeGuard, now time.Time, key string) (next writeGuard, hold, fresh bool) {
+	g = g.prune(now, w)
+	hold1 := func(n int32) *v1alpha1.WriteWar {
+		return &v1alpha1.WriteWar{Holds: n, HeldSince: metav1.NewTime(now), RetryAt: metav1.NewTime(now.Add(w.holdFor(n))), ConfigHash: key}
+	}
+	switch {
+	case g.war == nil && len(g.restores) < w.Restores:
+		return g, false, false
+	case g.war == nil:
+		g.war = hold1(1)
+		return g, true, true
+	case !g.war.TriedAt.IsZero():
+		// The try after the last hold was undone before the window passed: the writer is still at it.
+		g.war = hold1(g.war.Holds + 1)
+		return g, true, true
+	case g.war.ConfigHash == key && now.Before(g.war.RetryAt.Time):
+		return g, true, false
+	}
+	// The hold is over, or the spec changed: try once.
+	return g, false, false
+}
+
+// afterWrite records a write: a restore counts towards the window, and any write during a fight is
+// the one try the hold allows.
+func (w WriteWarRule) afterWrite(g writeGuard, now time.Time, restore bool) writeGuard {
+	if restore {
+		g.restores = append(g.restores, metav1.NewTime(now))
+		if n := len(g.restores); n > maxRestoresKept {
+			g.restores = g.restores[n-maxRestoresKept:]
+		}
+	}
+	if g.war != nil {
+		war := g.war.DeepCopy()
+		war.TriedAt = metav1.NewTime(now)
+		g.war = war
+	}
+	return g
+}
+
+// settled updates the state when the StatefulSet carries every entry and nothing is written: a
+// try that survived the window ends the fight.
+func (w WriteWarRule) settled(g writeGuard, now time.Time) writeGuard {
+	g = g.prune(now, w)
+	if g.war == nil {
+		return g
+	}
+	war := g.war.DeepCopy()
+	if war.TriedAt.IsZero() {
+		// The entries came back without the controller writing them: count from now.
+		war.TriedAt = metav1.NewTime(now)
+	}
+	if now.Sub(war.TriedAt.Time) >= w.Window {
+		war = nil
+	}
+	g.war = war
+	return g
+}
+
+// wake is when the guard needs the next reconcile without an event: the end of a hold, or the end
+// of the window a try must survive; zero when nothing waits.
+func (w WriteWarRule) wake(g writeGuard) time.Time {
+	switch {
+	case g.war == nil:
+		return time.Time{}
+	case g.war.TriedAt.IsZero():
+		return g.war.RetryAt.Time
+	default:
+		return g.war.TriedAt.Add(w.Window)
+	}
+}
+
+// guardStore keeps the writeGuard of every StatefulSet the controller restored recently. It is the
+// authority while the manager runs (the cached status of a ScratchVolume can lag behind the last
+// restore); the status copy seeds it after a restart.
+type guardStore struct {
+	mu     sync.Mutex
+	guards map[types.NamespacedName]writeGuard
+}
+
+// update runs fn on the guard of key, seeding it from svs' status when the store has none.
+func (s *guardStore) update(key types.NamespacedName, svs []v1alpha1.ScratchVolume, fn func(writeGuard) writeGuard) writeGuard {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.guards == nil {
+		s.guards = map[types.NamespacedName]writeGuard{}
+	}
+	g, ok := s.guards[key]
+	if !ok {
+		g = guardFromStatus(svs, key.Name)
+	}
+	g = fn(g)
+	if len(g.restores) == 0 && g.war == nil {
+		delete(s.guards, key)
+	} else {
+		s.guards[key] = g
+	}
+	return g
+}
+
+// guardFromStatus merges what the ScratchVolumes' status says about target: every restore, and
+// the fight with the most holds.
+func guardFromStatus(svs []v1alpha1.ScratchVolume, target string) writeGuard {
+	var g writeGuard
+	seen := map[time.Time]bool{}
+	for i := range svs {
+		for _, ts := range svs[i].Status.Targets {
+			if ts.Name != target {
+				continue
+			}
+			for _, t := range ts.Restores {
+				if !seen[t.Time] {
+					seen[t.Time] = true
+					g.restores = append(g.restores, t)
+				}
+			}
+			if ts.WriteWar != nil && (g.war == nil || ts.WriteWar.Holds > g.war.Holds) {
+				g.war = ts.WriteWar.DeepCopy()
+			}
+		}
+	}
+	sort.Slice(g.restores, func(i, j int) bool { return g.restores[i].Before(&g.restores[j]) })
+	return g
+}
+
+// configKey identifies what the controller wants on a StatefulSet: every ScratchVolume's config
+// hash.
+func configKey(desired inject.Entries) string {
+	keys := make([]string, 0, len(desired.Annotations))
+	for k, v := range desired.Annotations {
+		if strings.HasPrefix(k, v1alpha1.InjectionAnnotationPrefix) {
+			keys = append(keys, k+"="+v)
+		}
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ",")
+}
+
+// removedEntries names the entries of want that have is missing or holds with other values:
+// volumes first, which say most, then mounts, init containers and annotations.
+func removedEntries(want, have inject.Entries) []string {
+	var volumes, mounts, inits, annotations []string
+	for _, v := range want.Volumes {
+		if !containsEqual(have.Volumes, v) {
+			volumes = append(volumes, "the volume "+v.Name)
+		}
+	}
+	for container, ms := range want.Mounts {
+		for _, m := range ms {
+			if !containsEqual(have.Mounts[container], m) {
+				mounts = append(mounts, fmt.Sprintf("the mount %s in container %s", m.MountPath, container))
+			}
+		}
+	}
+	for _, c := range want.InitContainers {
+		if !containsEqual(have.InitContainers, c) {
+			inits = append(inits, "the init container "+c.Name)
+		}
+	}
+	for k, v := range want.Annotations {
+		if have.Annotations[k] != v {
+			annotations = append(annotations, "the pod-template annotation "+k)
+		}
+	}
+	var out []string
+	for _, group := range [][]string{volumes, mounts, inits, annotations} {
+		sort.Strings(group)
+		out = append(out, group...)
+	}
+	return out
+}
+
+func containsEqual[T any](items []T, v T) bool {
+	for _, it := range items {
+		if equality.Semantic.DeepEqual(it, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// templateWriters names the field managers that write sts's pod template with updates, newest
+// first: those can remove entries they never owned, where an apply only removes its own. The
+// controller itself and the status writers are left out. A manager that only removed fields is
+// not recorded by the API server, so the list names who writes the template, which is the
+// remover unless a manager that never touches the template removed the entries.
+func templateWriters(sts *appsv1.StatefulSet) []string {
+	type writer struct {
+		name string
+		at   time.Time
+	}
+	var ws []writer
+	for _, mf := range sts.ManagedFields {
+		if mf.Manager == v1alpha1.FieldManager || mf.Subresource != "" || mf.Operation != metav1.ManagedFieldsOperationUpdate ||
+			!ownsTemplate(mf.FieldsV1) {
+			continue
+		}
+		w := writer{name: mf.Manager}
+		if mf.Time != nil {
+			w.at = mf.Time.Time
+		}
+		ws = append(ws, w)
+	}
+	sort.SliceStable(ws, func(i, j int) bool { return ws[i].at.After(ws[j].at) })
+	names := make([]string, 0, len(ws))
+	for _, w := range ws {
+		names = append(names, w.name)
+	}
+	return names
+}
+
+// ownsTemplate reports whether a managedFields entry holds fields under spec.template.
+func ownsTemplate(f *metav1.FieldsV1) bool {
+	var fields struct {
+		Spec map[string]json.RawMessage `json:"f:spec"`
+	}
+	if err := json.Unmarshal(f.GetRawBytes(), &fields); err != nil {
+		return false
+	}
+	_, ok := fields.Spec["f:template"]
+	return ok
+}
+
+// fightMessage is the condition message of a StatefulSet the controller holds off writing.
+func fightMessage(sts string, war *v1alpha1.WriteWar, w WriteWarRule) string {
+	who := "another writer (the StatefulSet's managedFields name no other manager of its pod template)"
+	if len(war.FieldManagers) > 0 {
+		who = conditions.Plural(len(war.FieldManagers), "field manager ", "field managers ") + conditions.Names(war.FieldManagers, 3)
+	}
+	what := "entries"
+	if len(war.Removed) > 0 {
+		what = conditions.Names(war.Removed, 4)
+	}
+	why := fmt.Sprintf("after %d restores within %s", w.Restores, w.Window)
+	if war.Holds > 1 {
+		why = fmt.Sprintf("again after the try that ended hold %d", war.Holds-1)
+	}
+	return fmt.Sprintf("%s removed %s %s; each restore rolls the pods, so the controller stopped writing to StatefulSet %s "+
+		"and tries again at %s (every hold lasts twice as long as the one before), or at once when the spec changes: "+
+		"make that writer keep fields it does not own (server-side apply, or updates of the live object), or configure "+
+		"the RAM tmpdir through it",
+		who, what, why, sts, war.RetryAt.UTC().Format(time.RFC3339))
+}

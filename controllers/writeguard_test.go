@@ -1,0 +1,145 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/inject"
+)
+
+// TestWriteWarRule walks the rule through a fight: the restores the window allows, the hold, the
+// one try when it ends, a longer hold when the try is undone, a spec change, and the end of the
+// fight when a try survives the window.
+func TestWriteWarRule(t *testing.T) {
+	w := WriteWarRule{}.orDefaults()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := t0.Add
+	var g writeGuard
+	restore := func(now time.Time, key string) (hold, fresh bool) {
+		t.Helper()
+		g, hold, fresh = w.beforeRestore(g, now, key)
+		if !hold {
+			g = w.afterWrite(g, now, true)
+		}
+		return hold, fresh
+	}
+	for i := range 3 {
+		if hold, _ := restore(at(time.Duration(i)*time.Minute), "a"); hold {
+			t.Fatalf("restore %d held off; the window allows %d", i+1, w.Restores)
+		}
+	}
+	if hold, fresh := restore(at(3*time.Minute), "a"); !hold || !fresh || g.war.Holds != 1 {
+		t.Fatalf("the 4th restore within the window: hold=%v fresh=%v war=%+v, want the first hold", hold, fresh, g.war)
+	}
+	if want := at(3*time.Minute + w.Window); !g.war.RetryAt.Time.Equal(want) {
+		t.Errorf("the first hold ends at %v, want %v (one window)", g.war.RetryAt, want)
+	}
+	if got := w.wake(g); !got.Equal(g.war.RetryAt.Time) {
+		t.Errorf("wake = %v, want the end of the hold", got)
+	}
+	if hold, fresh := restore(at(5*time.Minute), "a"); !hold || fresh {
+		t.Errorf("during the hold: hold=%v fresh=%v, want held, not a new hold", hold, fresh)
+	}
+	// The hold ends: one try.
+	if hold, _ := restore(at(14*time.Minute), "a"); hold {
+		t.Fatal("no try after the hold ended")
+	}
+	if g.war == nil || g.war.TriedAt.IsZero() {
+		t.Fatalf("the try is not recorded: %+v", g.war)
+	}
+	// Undone again: a hold twice as long, without the 3 restores.
+	if hold, fresh := restore(at(15*time.Minute), "a"); !hold || !fresh || g.war.Holds != 2 {
+		t.Fatalf("an undone try: hold=%v fresh=%v war=%+v, want the second hold", hold, fresh, g.war)
+	}
+	if got, want := g.war.RetryAt.Sub(g.war.HeldSince.Time), 2*w.Window; got != want {
+		t.Errorf("the second hold lasts %v, want %v", got, want)
+	}
+	// A new spec tries at once.
+	if hold, _ := restore(at(16*time.Minute), "b"); hold {
+		t.Error("a spec change did not end the hold")
+	}
+	// The try stays: the fight ends one window later.
+	g = w.settled(g, at(20*time.Minute))
+	if g.war == nil {
+		t.Fatal("the fight ended before the try survived a window")
+	}
+	if got, want := w.wake(g), at(16*time.Minute+w.Window); !got.Equal(want) {
+		t.Errorf("wake = %v, want %v", got, want)
+	}
+	g = w.settled(g, at(26*time.Minute))
+	if g.war != nil || len(g.restores) != 0 {
+		t.Errorf("after a quiet window: %+v, want no fight and no restores in the window", g)
+	}
+}
+
+func TestHoldForGrowsAndIsBounded(t *testing.T) {
+	w := WriteWarRule{}.orDefaults()
+	for n, want := range map[int32]time.Duration{1: 10 * time.Minute, 2: 20 * time.Minute, 3: 40 * time.Minute, 6: 320 * time.Minute, 40: 320 * time.Minute} {
+		if got := w.holdFor(n); got != want {
+			t.Errorf("holdFor(%d) = %v, want %v", n, got, want)
+		}
+	}
+}
+
+func TestGuardFromStatusMergesScratchVolumes(t *testing.T) {
+	t1, t2 := metav1.NewTime(time.Unix(100, 0)), metav1.NewTime(time.Unix(200, 0))
+	sv := func(ts ...v1alpha1.ScratchTargetStatus) v1alpha1.ScratchVolume {
+		return v1alpha1.ScratchVolume{Status: v1alpha1.ScratchVolumeStatus{Targets: ts}}
+	}
+	svs := []v1alpha1.ScratchVolume{
+		sv(v1alpha1.ScratchTargetStatus{Name: "db", Restores: []metav1.Time{t2}}, v1alpha1.ScratchTargetStatus{Name: "other", Restores: []metav1.Time{t1}}),
+		sv(v1alpha1.ScratchTargetStatus{Name: "db", Restores: []metav1.Time{t1, t2}, WriteWar: &v1alpha1.WriteWar{Holds: 2}}),
+	}
+	g := guardFromStatus(svs, "db")
+	if diff := cmp.Diff([]metav1.Time{t1, t2}, g.restores); diff != "" {
+		t.Errorf("restores (-want +got):\n%s", diff)
+	}
+	if g.war == nil || g.war.Holds != 2 {
+		t.Errorf("war = %+v, want the one with 2 holds", g.war)
+	}
+}
+
+func TestTemplateWriters(t *testing.T) {
+	fields := metav1.NewFieldsV1
+	ts := func(sec int64) *metav1.Time { t := metav1.NewTime(time.Unix(sec, 0)); return &t }
+	template := `{"f:spec":{"f:template":{"f:spec":{}}}}`
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate, Time: ts(1), FieldsV1: fields(template)},
+		{Manager: "other-operator", Operation: metav1.ManagedFieldsOperationUpdate, Time: ts(5), FieldsV1: fields(template)},
+		{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationApply, Time: ts(6), FieldsV1: fields(template)},
+		{Manager: "argocd-controller", Operation: metav1.ManagedFieldsOperationApply, Time: ts(7), FieldsV1: fields(template)},
+		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: ts(8), FieldsV1: fields(`{"f:status":{}}`)},
+		{Manager: "scaler", Operation: metav1.ManagedFieldsOperationUpdate, Time: ts(9), FieldsV1: fields(`{"f:spec":{"f:replicas":{}}}`)},
+	}}}
+	if diff := cmp.Diff([]string{"other-operator", "helm"}, templateWriters(sts)); diff != "" {
+		t.Errorf("templateWriters (-want +got):\n%s", diff)
+	}
+}
+
+func TestRemovedEntries(t *testing.T) {
+	want := inject.Entries{
+		Annotations:    map[string]string{"scratch.dbtune.io/tmp": "h1"},
+		Volumes:        []corev1.Volume{{Name: "dbtune-scratch-tmp"}},
+		InitContainers: []corev1.Container{{Name: "dbtune-init-tmp"}},
+		Mounts:         map[string][]corev1.VolumeMount{"mariadb": {{Name: "dbtune-scratch-tmp", MountPath: "/var/lib/mysql-tmp"}}},
+	}
+	have := inject.Entries{
+		Annotations: map[string]string{"scratch.dbtune.io/tmp": "h0"},
+		Volumes:     []corev1.Volume{{Name: "dbtune-scratch-tmp"}},
+	}
+	got := removedEntries(want, have)
+	wantNames := []string{"the mount /var/lib/mysql-tmp in container mariadb", "the init container dbtune-init-tmp",
+		"the pod-template annotation scratch.dbtune.io/tmp"}
+	if diff := cmp.Diff(wantNames, got); diff != "" {
+		t.Errorf("removedEntries (-want +got):\n%s", diff)
+	}
+	if got := removedEntries(want, want); len(got) != 0 {
+		t.Errorf("nothing removed, got %v", got)
+	}
+}
