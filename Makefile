@@ -37,7 +37,7 @@ generate: ## Generate deepcopy code for the API types.
 manifests: ## Generate CRDs (config/crd/bases) and RBAC roles (config/rbac) from the code's markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=dbtune-scratch-operator paths="./controllers/..." output:rbac:artifacts:config=config/rbac
-	$(CONTROLLER_GEN) rbac:roleName=dbtune-node-agent paths="./node-agent/probectl/...;./node-agent/readaheadctl/...;./node-agent/nodeprofile/..." output:rbac:artifacts:config=config/rbac/node-agent
+	$(CONTROLLER_GEN) rbac:roleName=dbtune-node-agent paths="./node-agent/probectl/...;./node-agent/readaheadctl/...;./node-agent/nodeprofile/...;./node-agent/scratchusage/..." output:rbac:artifacts:config=config/rbac/node-agent
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.

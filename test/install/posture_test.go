@@ -61,11 +61,12 @@ func TestNodeAgentPosture(t *testing.T) {
 			"/sys/class/block":                 false,
 			"/sys/dev/block":                   false,
 			"/proc/1":                          false,
+			"/var/lib/kubelet/pods":            false,
 		},
 	}, {
 		dir:       "overlays/no-read-ahead",
 		readAhead: "false",
-		hostPaths: map[string]bool{"/var/lib/dbtune-node-agent/probe": true},
+		hostPaths: map[string]bool{"/var/lib/dbtune-node-agent/probe": true, "/var/lib/kubelet/pods": false},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.dir, func(t *testing.T) {
@@ -93,6 +94,7 @@ func TestNodeAgentPosture(t *testing.T) {
 				t.Errorf("host paths, path: writable (-want +got):\n%s", diff)
 			}
 			checkProbeTmpfs(t, pod, c)
+			checkKubeletPods(t, pod, c)
 			checkBinding(t, objs, pod.ServiceAccountName, "node-agent/role.yaml")
 		})
 	}
@@ -163,6 +165,37 @@ func hostPathAccess(pod corev1.PodSpec, c corev1.Container) map[string]bool {
 		}
 	}
 	return out
+}
+
+// checkKubeletPods: the scratch-usage sampler sees the kubelet's pods directory read-only, with
+// the tmpfs mounts of pods started after it (HostToContainer), where --kubelet-root says.
+func checkKubeletPods(t *testing.T, pod corev1.PodSpec, c corev1.Container) {
+	t.Helper()
+	var volume string
+	for _, v := range pod.Volumes {
+		if v.HostPath != nil && v.HostPath.Path == "/var/lib/kubelet/pods" {
+			volume = v.Name
+		}
+	}
+	root := "/var/lib/kubelet"
+	for _, arg := range c.Args {
+		if v, ok := strings.CutPrefix(arg, "--kubelet-root="); ok {
+			root = v
+		}
+	}
+	for _, m := range c.VolumeMounts {
+		if m.Name != volume {
+			continue
+		}
+		if m.MountPath != root+"/pods" {
+			t.Errorf("the kubelet's pods directory is mounted at %s, but --kubelet-root is %s", m.MountPath, root)
+		}
+		if m.MountPropagation == nil || *m.MountPropagation != corev1.MountPropagationHostToContainer {
+			t.Errorf("the kubelet's pods directory is mounted with propagation %v, want HostToContainer: the agent would miss the volumes of pods started after it", m.MountPropagation)
+		}
+		return
+	}
+	t.Error("the agent does not mount the kubelet's pods directory")
 }
 
 // checkProbeTmpfs: the probe refuses a target with less than twice its sequential write free,

@@ -12,6 +12,7 @@ import (
 	"github.com/dbtune/scratch-operator/node-agent/probe"
 	"github.com/dbtune/scratch-operator/node-agent/probectl"
 	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
+	"github.com/dbtune/scratch-operator/node-agent/scratchusage"
 )
 
 // Environment variables read when the matching flag is not given; a DaemonSet sets them from the
@@ -32,6 +33,8 @@ type options struct {
 	hostRoot       string
 	hostMountInfo  string
 	readAheadState string
+	// scratchUsage samples the RAM scratch volumes of the node's pods; its NodeName is cfg's.
+	scratchUsage scratchusage.Config
 }
 
 // parseArgs parses args, with getenv supplying the downward-API defaults.
@@ -54,7 +57,8 @@ func parseArgs(args []string, stderr io.Writer, getenv func(string) string) (*op
 	if err := cli.AttachDevices(o.cfg.Targets, devices, o.cfg.Options); err != nil {
 		return nil, err
 	}
-	return o, checkPositive(&o.cfg)
+	o.scratchUsage.NodeName = o.cfg.NodeName
+	return o, errors.Join(checkPositive(&o.cfg), checkScratchUsage(&o.scratchUsage))
 }
 
 // checkPositive rejects zeros that probectl.Config would read as "use the default": on a command line
@@ -72,6 +76,21 @@ func checkPositive(c *probectl.Config) error {
 	}
 	if c.LeaseDuration <= 0 {
 		errs = append(errs, fmt.Errorf("--lease-duration must be positive, got %s", c.LeaseDuration))
+	}
+	return errors.Join(errs...)
+}
+
+// checkScratchUsage, like checkPositive, refuses the zeros scratchusage.Config reads as defaults.
+func checkScratchUsage(c *scratchusage.Config) error {
+	var errs []error
+	if c.Interval <= 0 {
+		errs = append(errs, fmt.Errorf("--scratch-sample-interval must be positive, got %s", c.Interval))
+	}
+	if c.Window <= 0 {
+		errs = append(errs, fmt.Errorf("--scratch-peak-window must be positive, got %s", c.Window))
+	}
+	if c.KubeletRoot == "" {
+		errs = append(errs, errors.New("--kubelet-root must not be empty"))
 	}
 	return errors.Join(errs...)
 }
@@ -98,9 +117,17 @@ func newFlagSet(o *options, devices *[]cli.Named, stderr io.Writer, getenv func(
 	fs.StringVar(&o.hostRoot, "host-root", "/", "where the host's /sys and /dev are visible (for example /host when they are mounted there)")
 	fs.StringVar(&o.hostMountInfo, "host-mountinfo", "", "the host's mount table, for policies that select devices by mount path (default <host-root>/proc/1/mountinfo when that exists, else /proc/self/mountinfo)")
 	fs.StringVar(&o.readAheadState, "read-ahead-state-dir", readaheadctl.DefaultStateDir, "host directory (a hostPath under /run) where original read-ahead values are saved before the first change")
+	scratchUsageFlags(fs, &o.scratchUsage)
 	probeFlags(fs, &c.Options)
 	o.zap.BindFlags(fs)
 	return fs
+}
+
+func scratchUsageFlags(fs *flag.FlagSet, c *scratchusage.Config) {
+	fs.StringVar(&c.KubeletRoot, "kubelet-root", scratchusage.DefaultKubeletRoot,
+		"where the kubelet's root directory is visible; its pods/ subdirectory must be mounted with HostToContainer propagation (read-only is enough)")
+	fs.DurationVar(&c.Interval, "scratch-sample-interval", scratchusage.DefaultInterval, "time between two samples of the pods' RAM scratch volumes (one statfs per volume)")
+	fs.DurationVar(&c.Window, "scratch-peak-window", scratchusage.DefaultWindow, "span of the sliding-window peak of dbtune_scratch_volume_peak_bytes")
 }
 
 // probeFlags are the bounds of a run an operator may want to change on a DaemonSet; the rest keep
@@ -122,6 +149,8 @@ func usage(fs *flag.FlagSet, w io.Writer) {
 Runs the node agent of a DaemonSet: measures the targets at start, every --period and whenever the
 node's NodeIOProfile is annotated with dbtune.io/probe-requested, writes the results into that
 NodeIOProfile and serves them as Prometheus metrics. At most --max-probing-nodes nodes probe at once.
+It also samples the RAM scratch volumes that ScratchVolumes injected into the node's pods, every
+--scratch-sample-interval, and serves their use and peaks as metrics.
 
 Options:
 `)

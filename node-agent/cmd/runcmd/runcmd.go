@@ -1,6 +1,7 @@
 // Package runcmd implements `node-agent run`, the DaemonSet mode of the node agent: a
 // controller-runtime manager for one node that probes the node's storage at start, periodically
-// and on request, and publishes the results in the node's NodeIOProfile and as metrics.
+// and on request, and publishes the results in the node's NodeIOProfile and as metrics, and that
+// samples the RAM scratch volumes of the node's pods.
 package runcmd
 
 import (
@@ -26,6 +27,7 @@ import (
 	"github.com/dbtune/scratch-operator/node-agent/probectl"
 	"github.com/dbtune/scratch-operator/node-agent/readahead"
 	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
+	"github.com/dbtune/scratch-operator/node-agent/scratchusage"
 )
 
 // Run runs `node-agent run` with args (the words after "run") until ctx ends, and returns the exit
@@ -37,7 +39,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cli.ExitOK
 	}
 	if err == nil {
-		err = o.cfg.Validate()
+		err = errors.Join(o.cfg.Validate(), o.scratchUsage.Validate())
 	}
 	if err != nil {
 		printError(stderr, err)
@@ -66,11 +68,15 @@ func run(ctx context.Context, o *options) error {
 	}
 	mgrOpts := probectl.ManagerOptions(o.cfg, scheme)
 	mgrOpts.Logger = ctrl.Log
+	mgrOpts.Cache = scratchusage.RestrictCache(mgrOpts.Cache, o.cfg.NodeName)
 	mgr, err := ctrl.NewManager(restConfig, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("failed to create the manager: %w", err)
 	}
 	if err := probectl.Setup(mgr, o.cfg); err != nil {
+		return err
+	}
+	if err := scratchusage.Setup(mgr, o.scratchUsage); err != nil {
 		return err
 	}
 	if o.readAhead {

@@ -1,0 +1,229 @@
+package scratchusage
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Defaults of a Config field left at its zero value.
+const (
+	DefaultKubeletRoot = "/var/lib/kubelet"
+	DefaultInterval    = time.Second
+	DefaultWindow      = time.Hour
+	DefaultFullBelow   = 0.01
+)
+
+// Config is what the sampler of one node needs. Only NodeName is required.
+type Config struct {
+	// NodeName is the node whose pods are sampled.
+	NodeName string
+	// KubeletRoot is where the agent sees the kubelet's root directory (default /var/lib/kubelet);
+	// in the DaemonSet, the host's <root>/pods is mounted read-only under it.
+	KubeletRoot string
+	// Interval is the time between samples (default 1s): short enough to catch the peak of a sort,
+	// at one statfs per volume.
+	Interval time.Duration
+	// Window is the span of the windowed peak (default 1h).
+	Window time.Duration
+	// FullBelow is the fraction of a volume's size under which its free space counts as full
+	// (default 0.01); a volume with nothing free is always full.
+	FullBelow float64
+	// FS reads the volumes; nil means HostFS.
+	FS FS
+	// Registerer receives the metrics; nil means controller-runtime's metrics.Registry.
+	Registerer prometheus.Registerer
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+func (cfg Config) complete() (Config, error) {
+	if cfg.KubeletRoot == "" {
+		cfg.KubeletRoot = DefaultKubeletRoot
+	}
+	cfg.Interval = cmp.Or(cfg.Interval, DefaultInterval)
+	cfg.Window = cmp.Or(cfg.Window, DefaultWindow)
+	cfg.FullBelow = cmp.Or(cfg.FullBelow, DefaultFullBelow)
+	if cfg.FS == nil {
+		cfg.FS = HostFS
+	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = metrics.Registry
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	var errs []error
+	if msgs := validation.IsDNS1123Subdomain(cfg.NodeName); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("node name %q is not a valid object name: %v", cfg.NodeName, msgs))
+	}
+	if !filepath.IsAbs(cfg.KubeletRoot) {
+		errs = append(errs, fmt.Errorf("the kubelet root %q is not absolute", cfg.KubeletRoot))
+	}
+	if cfg.Interval < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("the sampling interval must be at least 100ms, got %s", cfg.Interval))
+	}
+	if cfg.Window < time.Minute || cfg.Window < cfg.Interval {
+		errs = append(errs, fmt.Errorf("the peak window must be at least 1m and one interval, got %s", cfg.Window))
+	}
+	if cfg.FullBelow < 0 || cfg.FullBelow >= 1 {
+		errs = append(errs, fmt.Errorf("the full threshold must be a fraction of the size in [0, 1), got %g", cfg.FullBelow))
+	}
+	return cfg, errors.Join(errs...)
+}
+
+// Validate reports every problem with cfg at once, after filling in the defaults.
+func (cfg Config) Validate() error {
+	_, err := cfg.complete()
+	return err
+}
+
+// Sampler samples the RAM scratch volumes of one node's pods; it is a manager.Runnable.
+type Sampler struct {
+	cfg    Config
+	pods   client.Reader
+	log    logr.Logger
+	mu     sync.Mutex
+	tracks map[key]*tracked
+	// unusable remembers the volumes whose last sample failed, so that a failure is logged when
+	// it starts, not every second.
+	unusable map[key]bool
+}
+
+type tracked struct {
+	vol Volume
+	*tracker
+}
+
+// NewSampler returns the sampler of cfg.NodeName reading pods through pods, normally the
+// manager's cache restricted by RestrictCache.
+func NewSampler(cfg Config, pods client.Reader, log logr.Logger) (*Sampler, error) {
+	cfg, err := cfg.complete()
+	if err != nil {
+		return nil, fmt.Errorf("invalid scratch usage configuration: %w", err)
+	}
+	return &Sampler{cfg: cfg, pods: pods, log: log, tracks: map[key]*tracked{}, unusable: map[key]bool{}}, nil
+}
+
+// Setup adds the sampler of cfg.NodeName to mgr and registers its metrics. mgr's cache should be
+// restricted with RestrictCache.
+func Setup(mgr manager.Manager, cfg Config) error {
+	s, err := NewSampler(cfg, mgr.GetClient(), mgr.GetLogger().WithName("scratch-usage").WithValues("node", cfg.NodeName))
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Registerer.Register(s.Collector()); err != nil {
+		return fmt.Errorf("failed to register the scratch volume metrics: %w", err)
+	}
+	if err := mgr.Add(s); err != nil {
+		return fmt.Errorf("failed to add the scratch usage sampler: %w", err)
+	}
+	return nil
+}
+
+// Collector returns the Prometheus collector of the sampler's figures; Setup registers it.
+func (s *Sampler) Collector() prometheus.Collector { return newCollector(s) }
+
+// NeedLeaderElection is false: every node's agent samples its own node.
+func (s *Sampler) NeedLeaderElection() bool { return false }
+
+// Start samples every interval until ctx ends.
+func (s *Sampler) Start(ctx context.Context) error {
+	s.log.Info("Started sampling scratch volumes", "interval", s.cfg.Interval, "window", s.cfg.Window, "kubeletRoot", s.cfg.KubeletRoot)
+	tick := time.NewTicker(s.cfg.Interval)
+	defer tick.Stop()
+	for {
+		if err := s.SampleOnce(ctx); err != nil {
+			s.log.Error(err, "Failed to list the node's Pods")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// SampleOnce finds the node's volumes and samples each of them once. Volumes that went away are
+// forgotten, with their peaks. Start calls it every interval; it must not run twice at once.
+func (s *Sampler) SampleOnce(ctx context.Context) error {
+	var pods corev1.PodList
+	if err := s.pods.List(ctx, &pods); err != nil {
+		return fmt.Errorf("failed to list the Pods of node %s: %w", s.cfg.NodeName, err)
+	}
+	vols := Discover(pods.Items, s.cfg.NodeName)
+	samples := make(map[key]Usage, len(vols))
+	for _, v := range vols {
+		if u, ok := s.sample(v); ok {
+			samples[v.key()] = u
+		}
+	}
+	s.record(vols, samples, s.cfg.Now())
+	return nil
+}
+
+// sample reads one volume, logging a failure when it starts. A missing directory is not a
+// failure: the kubelet sets the volume up after the pod is bound and tears it down before the
+// pod object goes.
+func (s *Sampler) sample(v Volume) (Usage, bool) {
+	u, err := s.cfg.FS.Usage(v.Dir(s.cfg.KubeletRoot))
+	k := v.key()
+	if err == nil {
+		delete(s.unusable, k)
+		return u, true
+	}
+	if !s.unusable[k] && !errors.Is(err, fs.ErrNotExist) {
+		s.log.Info("Could not sample a scratch volume; check that the kubelet's pods directory is mounted with HostToContainer propagation",
+			"namespace", v.Namespace, "pod", v.Pod, "scratchVolume", v.ScratchVolume, "error", err.Error())
+	}
+	s.unusable[k] = true
+	return Usage{}, false
+}
+
+// record takes in one round: vols are the volumes present, samples those that could be read.
+func (s *Sampler) record(vols []Volume, samples map[key]Usage, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	present := make(map[key]bool, len(vols))
+	for _, v := range vols {
+		k := v.key()
+		present[k] = true
+		u, ok := samples[k]
+		if !ok {
+			continue
+		}
+		t := s.tracks[k]
+		if t == nil {
+			t = &tracked{vol: v, tracker: newTracker(s.cfg.Window)}
+			s.tracks[k] = t
+		}
+		t.observe(u, now, s.cfg.FullBelow)
+	}
+	maps.DeleteFunc(s.tracks, func(k key, _ *tracked) bool { return !present[k] })
+	maps.DeleteFunc(s.unusable, func(k key, _ bool) bool { return !present[k] })
+}
+
+// Snapshot returns the figures of every volume sampled at least once and still present.
+func (s *Sampler) Snapshot() map[Volume]Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[Volume]Stats, len(s.tracks))
+	for _, t := range s.tracks {
+		out[t.vol] = t.stats
+	}
+	return out
+}
