@@ -146,7 +146,16 @@ func TestDDNetOfItsInput(t *testing.T) {
 	if !strings.Contains(r.Command, "of=/dev/null bs=8M count=4") {
 		t.Errorf("command %q does not say how dd's input was timed", r.Command)
 	}
-	f, err := r.Run(context.Background())
+	// On a busy machine the copy into /dev/null can take as long as the write, which the runner
+	// refuses to turn into a rate; that is right, but it leaves nothing to check here, so try again.
+	var f Figures
+	var err error
+	for range 5 {
+		if f, err = r.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "no net time left") {
+			break
+		}
+		t.Log(err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
