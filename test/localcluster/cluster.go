@@ -263,10 +263,11 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 }
 
 // auditPolicy records, at the Metadata level (who, verb, resource, response code, no bodies), the
-// requests of ServiceAccounts once they complete, and nothing else.
+// requests of ServiceAccounts, and nothing else: once they complete, and watches also when they
+// start, since a watch completes only when it ends.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted"]
+omitStages: ["RequestReceived"]
 rules:
   - level: Metadata
     userGroups: ["system:serviceaccounts"]

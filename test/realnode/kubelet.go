@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -28,6 +29,9 @@ func (n *Node) startKubelet(ctx context.Context) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
+	}
+	if err := linkDefaultKubeletRoot(l.kubeletRoot(), n.state.Absent); err != nil {
+		return err
 	}
 	if err := n.writeKubeletKubeconfig(ctx); err != nil {
 		return err
@@ -124,4 +128,21 @@ func httpOK(ctx context.Context, url string) bool {
 	defer func() { _ = resp.Body.Close() }()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode == http.StatusOK
+}
+
+// defaultKubeletRoot is where a kubelet keeps its pods by default, and where manifests that mount
+// the kubelet's directories from the host (the node agent's) look for them.
+const defaultKubeletRoot = "/var/lib/kubelet"
+
+// linkDefaultKubeletRoot makes defaultKubeletRoot a symbolic link to the node's own kubelet
+// directory, when nothing was there before the node (absent, as recorded): a hostPath volume of it
+// then reaches this kubelet's pods. Restore removes the link with the other absent paths.
+func linkDefaultKubeletRoot(root string, absent []string) error {
+	if !slices.Contains(absent, defaultKubeletRoot) {
+		return nil
+	}
+	if err := os.Symlink(root, defaultKubeletRoot); err != nil {
+		return fmt.Errorf("failed to link %s to the node's kubelet directory: %w", defaultKubeletRoot, err)
+	}
+	return nil
 }

@@ -5,6 +5,9 @@ package realnode_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -167,6 +170,7 @@ func (p *product) testScratchVolume(t *testing.T) {
 	if got := p.sql(ctx, t, pod, "SELECT i FROM kept.t"); got != "42" {
 		t.Errorf("after the failed fill the server answers %q, want 42", got)
 	}
+	p.assertAgentSawTheFill(ctx, t, pod, 128<<20)
 	after, err := p.cs.CoreV1().Pods(p.ns).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -349,4 +353,83 @@ func oomKilled(pod *corev1.Pod) bool {
 // temporary table or file: "The table … is full" (ER_RECORD_FILE_FULL) or errno 28.
 func volumeFull(msg string) bool {
 	return strings.Contains(msg, "is full") || strings.Contains(msg, "No space left on device") || strings.Contains(msg, "Errcode: 28")
+}
+
+// agentMetric reads one sample of the node agent's metrics, from its pod's metrics port over the
+// node's bridge: the value of the series name whose labels include every one of want.
+func (p *product) agentMetric(ctx context.Context, t *testing.T, name string, want map[string]string) (float64, bool) {
+	t.Helper()
+	pods, err := p.installedPods(ctx, "app.kubernetes.io/component=node-agent")
+	if err != nil || len(pods) != 1 || pods[0].Status.PodIP == "" {
+		t.Fatalf("no agent pod with an address: %v", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+pods[0].Status.PodIP+":8080/metrics", http.NoBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("failed to scrape the agent: %v", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || !strings.HasPrefix(series, name+"{") {
+			continue
+		}
+		matches := true
+		for k, v := range want {
+			if !strings.Contains(series, fmt.Sprintf("%s=%q", k, v)) {
+				matches = false
+			}
+		}
+		if matches {
+			f, err := strconv.ParseFloat(value, 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
+}
+
+// assertAgentSawTheFill reads what the agent, sampling the pod's RAM volume every second from its
+// own pod, made of the query that filled it: the query's temporary table grows fastest just before
+// it fails, so the sampled peak is below the size and the full moment can fall between samples; it
+// is reported, not asserted. Then a file fills the volume and stays: the agent must report the size,
+// a peak of all of it, and one full episode, which must end when the file goes.
+func (p *product) assertAgentSawTheFill(ctx context.Context, t *testing.T, pod *corev1.Pod, size int64) {
+	t.Helper()
+	labels := map[string]string{"namespace": p.ns, "pod": pod.Name, "scratchvolume": scratchName}
+	peakLabels := map[string]string{"namespace": p.ns, "pod": pod.Name, "scratchvolume": scratchName, "window": "pod"}
+	var peak, full, volume, used float64
+	waitFor(t, 30*time.Second, "the agent's figures for the volume", func() (bool, string) {
+		peak, _ = p.agentMetric(ctx, t, "dbtune_scratch_volume_peak_bytes", peakLabels)
+		volume, _ = p.agentMetric(ctx, t, "dbtune_scratch_volume_size_bytes", labels)
+		return volume == float64(size) && peak > 0, fmt.Sprintf("peak %.0f, size %.0f", peak, volume)
+	})
+	fullBefore, _ := p.agentMetric(ctx, t, "dbtune_scratch_volume_full_total", labels)
+	t.Logf("sampled every second, the query's fill of %s peaked at %.0f of %.0f bytes (%.0f%%), full %.0f time(s)", pod.Name, peak, volume, 100*peak/volume, fullBefore)
+
+	file := v1alpha1.DefaultMySQLTmpdirMountPath + "/agent-fill"
+	if out, err := execInPod(ctx, p.cfg, p.cs, pod, "sh", "-c", "dd if=/dev/zero of="+file+" bs=1M 2>&1; ls -l "+file); err == nil {
+		t.Logf("filling the volume: %s", out)
+	}
+	waitFor(t, 30*time.Second, "the agent reporting the volume full", func() (bool, string) {
+		peak, _ = p.agentMetric(ctx, t, "dbtune_scratch_volume_peak_bytes", peakLabels)
+		full, _ = p.agentMetric(ctx, t, "dbtune_scratch_volume_full_total", labels)
+		used, _ = p.agentMetric(ctx, t, "dbtune_scratch_volume_used_bytes", labels)
+		return used >= 0.99*volume && peak >= used && full == fullBefore+1,
+			fmt.Sprintf("used %.0f, peak %.0f, full %.0f times", used, peak, full)
+	})
+	if _, err := execInPod(ctx, p.cfg, p.cs, pod, "rm", file); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the agent reporting the volume emptied", func() (bool, string) {
+		used, _ = p.agentMetric(ctx, t, "dbtune_scratch_volume_used_bytes", labels)
+		return used < 0.1*volume, fmt.Sprintf("used %.0f", used)
+	})
+	t.Logf("a file filling %s's volume: the agent reported %.0f of %.0f bytes used and one more full episode", pod.Name, peak, volume)
 }
