@@ -356,8 +356,9 @@ func volumeFull(msg string) bool {
 }
 
 // agentMetric reads one sample of the node agent's metrics, from its pod's metrics port over the
-// node's bridge: the value of the series name whose labels include every one of want.
-func (p *product) agentMetric(ctx context.Context, t *testing.T, name string, want map[string]string) (float64, bool) {
+// node's bridge: the value of the series name whose labels include every one of want, 0 when there
+// is none yet.
+func (p *product) agentMetric(ctx context.Context, t *testing.T, name string, want map[string]string) float64 {
 	t.Helper()
 	pods, err := p.installedPods(ctx, "app.kubernetes.io/component=node-agent")
 	if err != nil || len(pods) != 1 || pods[0].Status.PodIP == "" {
@@ -389,10 +390,13 @@ func (p *product) agentMetric(ctx context.Context, t *testing.T, name string, wa
 		}
 		if matches {
 			f, err := strconv.ParseFloat(value, 64)
-			return f, err == nil
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
 		}
 	}
-	return 0, false
+	return 0
 }
 
 // assertAgentSawTheFill reads what the agent, sampling the pod's RAM volume every second from its
@@ -406,11 +410,11 @@ func (p *product) assertAgentSawTheFill(ctx context.Context, t *testing.T, pod *
 	peakLabels := map[string]string{"namespace": p.ns, "pod": pod.Name, "scratchvolume": scratchName, "window": "pod"}
 	var peak, full, volume, used float64
 	waitFor(t, 30*time.Second, "the agent's figures for the volume", func() (bool, string) {
-		peak, _ = p.agentMetric(ctx, t, "dbtune_scratch_volume_peak_bytes", peakLabels)
-		volume, _ = p.agentMetric(ctx, t, "dbtune_scratch_volume_size_bytes", labels)
+		peak = p.agentMetric(ctx, t, "dbtune_scratch_volume_peak_bytes", peakLabels)
+		volume = p.agentMetric(ctx, t, "dbtune_scratch_volume_size_bytes", labels)
 		return volume == float64(size) && peak > 0, fmt.Sprintf("peak %.0f, size %.0f", peak, volume)
 	})
-	fullBefore, _ := p.agentMetric(ctx, t, "dbtune_scratch_volume_full_total", labels)
+	fullBefore := p.agentMetric(ctx, t, "dbtune_scratch_volume_full_total", labels)
 	t.Logf("sampled every second, the query's fill of %s peaked at %.0f of %.0f bytes (%.0f%%), full %.0f time(s)", pod.Name, peak, volume, 100*peak/volume, fullBefore)
 
 	file := v1alpha1.DefaultMySQLTmpdirMountPath + "/agent-fill"
@@ -418,9 +422,9 @@ func (p *product) assertAgentSawTheFill(ctx context.Context, t *testing.T, pod *
 		t.Logf("filling the volume: %s", out)
 	}
 	waitFor(t, 30*time.Second, "the agent reporting the volume full", func() (bool, string) {
-		peak, _ = p.agentMetric(ctx, t, "dbtune_scratch_volume_peak_bytes", peakLabels)
-		full, _ = p.agentMetric(ctx, t, "dbtune_scratch_volume_full_total", labels)
-		used, _ = p.agentMetric(ctx, t, "dbtune_scratch_volume_used_bytes", labels)
+		peak = p.agentMetric(ctx, t, "dbtune_scratch_volume_peak_bytes", peakLabels)
+		full = p.agentMetric(ctx, t, "dbtune_scratch_volume_full_total", labels)
+		used = p.agentMetric(ctx, t, "dbtune_scratch_volume_used_bytes", labels)
 		return used >= 0.99*volume && peak >= used && full == fullBefore+1,
 			fmt.Sprintf("used %.0f, peak %.0f, full %.0f times", used, peak, full)
 	})
@@ -428,7 +432,7 @@ func (p *product) assertAgentSawTheFill(ctx context.Context, t *testing.T, pod *
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "the agent reporting the volume emptied", func() (bool, string) {
-		used, _ = p.agentMetric(ctx, t, "dbtune_scratch_volume_used_bytes", labels)
+		used = p.agentMetric(ctx, t, "dbtune_scratch_volume_used_bytes", labels)
 		return used < 0.1*volume, fmt.Sprintf("used %.0f", used)
 	})
 	t.Logf("a file filling %s's volume: the agent reported %.0f of %.0f bytes used and one more full episode", pod.Name, peak, volume)
