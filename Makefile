@@ -129,6 +129,15 @@ bench-mariadb: ## MariaDB with tmpdir on tmpfs vs on disk, side by side (as root
 bench-probe: ## The node agent's probes against fio, dd and hdparm, and the agent's own CPU and memory (as root; needs fio, hdparm).
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$($(K8S_BINARIES) --print-dir)}" go run ./test/bench/probe --out bin/bench/probe --runs 5
 
+# Needs the local control plane (make k8s-binaries-all), not root. BENCH_SCALE_FLAGS narrows a quick
+# run, for example -n 100,500 -runs 1 -background 0.1 -compare-at 0; go run ./test/bench/scale -h
+# lists them all.
+BENCH_SCALE_FLAGS ?=
+.PHONY: bench-scale
+bench-scale: ## The manager at fleet scale: 100 to 5000 StatefulSets beside 40 000 unrelated objects, against a bare client (local control plane; about an hour).
+	$(K8S_BINARIES) all
+	go run ./test/bench/scale -out bin/bench/scale $(BENCH_SCALE_FLAGS)
+
 ##@ Release
 
 # The version compiled into both binaries (main.version), and the images' tag and

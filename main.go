@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -30,7 +31,11 @@ type options struct {
 	leaderElectionNS       string
 	namespaces             string
 	concurrency            int
-	showVersion            bool
+	// qps and burst bound the manager's requests to the API server on the client side; qps 0
+	// leaves them to the server's API Priority and Fairness (see docs/tuning.md).
+	qps         float64
+	burst       int
+	showVersion bool
 }
 
 func main() {
@@ -41,6 +46,8 @@ func main() {
 	flag.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
 	flag.StringVar(&opts.namespaces, "namespaces", "", "Comma-separated namespaces to watch; empty watches all.")
 	flag.IntVar(&opts.concurrency, "max-concurrent-reconciles", 4, "ScratchVolumes reconciled in parallel.")
+	flag.Float64Var(&opts.qps, "kube-api-qps", 0, "Client-side limit of the manager's requests per second to the API server; 0 sets none and leaves queuing to the server's API Priority and Fairness.")
+	flag.IntVar(&opts.burst, "kube-api-burst", 0, "Requests the manager may send at once above --kube-api-qps; 0 means twice the QPS. Ignored when --kube-api-qps is 0.")
 	flag.BoolVar(&opts.showVersion, "version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -70,6 +77,9 @@ func run(ctx context.Context, opts options) error {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("failed to load a kubeconfig: %w", err)
+	}
+	if err := setRateLimit(cfg, opts.qps, opts.burst); err != nil {
+		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
@@ -103,6 +113,23 @@ func run(ctx context.Context, opts options) error {
 	}
 	ctrl.Log.Info("Starting manager", "version", version, "namespaces", opts.namespaces)
 	return mgr.Start(ctx)
+}
+
+// setRateLimit applies --kube-api-qps and --kube-api-burst to the client configuration.
+func setRateLimit(cfg *rest.Config, qps float64, burst int) error {
+	switch {
+	case qps < 0 || burst < 0:
+		return fmt.Errorf("--kube-api-qps and --kube-api-burst must not be negative, got %g and %d", qps, burst)
+	case qps == 0:
+		// client-go's limiter off: the manager's own concurrency (--max-concurrent-reconciles)
+		// bounds its requests in flight, and the API server queues them fairly.
+		cfg.QPS, cfg.Burst = -1, 0
+	case burst == 0:
+		cfg.QPS, cfg.Burst = float32(qps), max(1, int(2*qps))
+	default:
+		cfg.QPS, cfg.Burst = float32(qps), burst
+	}
+	return nil
 }
 
 func splitList(s string) []string {

@@ -1,0 +1,178 @@
+// Command scale measures the ScratchVolume manager at fleet scale on a local control plane (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler, kwok): N realistic MySQL and MariaDB
+// StatefulSets over M namespaces, beside background objects the manager must not pay for
+// (ConfigMaps, some of 100 KiB, Secrets, Pods on kwok nodes). For each N it measures, side by side
+// in one run and as medians of several runs:
+//
+//   - the limit: a bare client sending the manager's own writes (the same ConfigMap and StatefulSet
+//     server-side applies, same field manager, same concurrency and client-side limit);
+//   - convergence: one selector ScratchVolume per namespace until every StatefulSet carries the
+//     injection and every ScratchVolume is Ready; then one ScratchVolume per StatefulSet at once;
+//   - writes: per StatefulSet for the injection, in a steady state with unrelated edits, after a
+//     GitOps re-apply of every manifest, and for the revert (checked exact against the originals);
+//   - cost: the manager's peak RSS, heap, CPU time, reconcile latency and work-queue depth.
+//
+// Before the background objects exist, each N is also measured once with kube-controller-manager
+// at its default client QPS, which is what keeps ScratchVolumes from turning Ready, and once more
+// after it is raised. A last run puts pods on kwok nodes to see the rollout path.
+//
+// It writes <out>/scale.json and <out>/scale.png and prints the results as Markdown for
+// docs/benchmarks.md. With -replot FILE it measures nothing: it draws the chart of FILE and prints
+// the Markdown again.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// config is what the flags set.
+type config struct {
+	out            string
+	levels         []int
+	namespaces     int
+	runs           int
+	background     float64
+	nodes          int
+	rollout        int
+	steady         time.Duration
+	gitOpsSettle   time.Duration
+	kcmQPS         int
+	kcmDefaultMax  int
+	compareAt      int
+	timeout        time.Duration
+	keep           bool
+	replot         string
+	workersVariant int
+	// large is the size above which a level gets largeRuns runs and no one-per-StatefulSet phase.
+	large, largeRuns int
+}
+
+func main() {
+	cfg := config{}
+	var levels string
+	flag.StringVar(&cfg.out, "out", filepath.Join("bin", "bench", "scale"), "directory for scale.json and scale.png")
+	flag.StringVar(&levels, "n", "100,1000,5000", "fleet sizes: StatefulSets, comma-separated")
+	flag.IntVar(&cfg.namespaces, "namespaces", 10, "namespaces the fleet is spread over, one selector ScratchVolume each")
+	flag.IntVar(&cfg.runs, "runs", 3, "runs per fleet size (medians are reported)")
+	flag.Float64Var(&cfg.background, "background", 1, "scale of the background objects: 1 is 20000 ConfigMaps (2000 of 100 KiB), 5000 Secrets, 10000 Pods")
+	flag.IntVar(&cfg.nodes, "nodes", 3, "kwok nodes, for the background pods and the rollout run")
+	flag.IntVar(&cfg.rollout, "rollout", 50, "StatefulSets with one pod each for the rollout run; 0 skips it")
+	flag.DurationVar(&cfg.steady, "steady", 30*time.Second, "length of the steady-state window (first run of each size)")
+	flag.DurationVar(&cfg.gitOpsSettle, "gitops-settle", 15*time.Second, "time given the manager to react to a GitOps re-apply")
+	flag.IntVar(&cfg.kcmQPS, "kcm-qps", 200, "kube-controller-manager --kube-api-qps once raised (burst: twice that)")
+	flag.IntVar(&cfg.kcmDefaultMax, "kcm-default-max", 1000, "largest size also measured with kube-controller-manager's default QPS")
+	flag.IntVar(&cfg.compareAt, "compare-at", 1000, "size at which other manager settings are compared with the defaults; 0 skips")
+	flag.IntVar(&cfg.workersVariant, "workers", 0, "--max-concurrent-reconciles of the compared setting with more workers (default: -namespaces)")
+	flag.IntVar(&cfg.large, "large", 1000, "sizes above this get -large-runs runs and skip the one-ScratchVolume-per-StatefulSet phase")
+	flag.IntVar(&cfg.largeRuns, "large-runs", 1, "runs per size above -large")
+	flag.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "longest wait for any one phase")
+	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster's directory (logs) after the run")
+	flag.StringVar(&cfg.replot, "replot", "", "draw the chart of an existing scale.json instead of measuring (to -out, default beside it)")
+	flag.Parse()
+	// The benchmark's own clients log nothing worth reading; the manager logs to its file.
+	ctrllog.SetLogger(logr.Discard())
+	var err error
+	if cfg.levels, err = parseLevels(levels); err == nil {
+		err = validate(&cfg)
+	}
+	if err == nil && cfg.replot != "" {
+		if !flagSet("out") {
+			cfg.out = filepath.Dir(cfg.replot)
+		}
+		err = replot(cfg, os.Stdout)
+	} else if err == nil {
+		err = measure(cfg)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "scale: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// measure runs the benchmark and writes whatever was measured, even when a later phase failed or
+// the run was interrupted.
+func measure(cfg config) error {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	res, err := run(ctx, cfg)
+	if res != nil {
+		err = errors.Join(err, res.write(cfg.out, os.Stdout))
+	}
+	return err
+}
+
+func parseLevels(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-n: %q is not a positive number of StatefulSets", f)
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func validate(cfg *config) error {
+	switch {
+	case cfg.runs < 1:
+		return errors.New("-runs must be at least 1")
+	case cfg.namespaces < 1:
+		return errors.New("-namespaces must be at least 1")
+	case cfg.background < 0:
+		return errors.New("-background must not be negative")
+	case cfg.largeRuns < 1:
+		return errors.New("-large-runs must be at least 1")
+	case cfg.nodes < 1:
+		return errors.New("-nodes must be at least 1")
+	}
+	if cfg.workersVariant == 0 {
+		cfg.workersVariant = cfg.namespaces
+	}
+	return nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "scale: %s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// replot draws the chart of the results in cfg.replot to cfg.out and prints their Markdown.
+func replot(cfg config, md io.Writer) error {
+	r, err := readResults(cfg.replot)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		return err
+	}
+	png, err := r.writeChart(cfg.out)
+	if err != nil {
+		return err
+	}
+	logf("wrote %s", png)
+	_, err = io.WriteString(md, r.markdown())
+	return err
+}
+
+// flagSet says whether the command line set the flag name.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dbtune/scratch-operator/test/localcluster"
+)
+
+// managerSettings are the manager flags a measurement runs with.
+type managerSettings struct {
+	// Name labels the settings in the report.
+	Name string `json:"name"`
+	// QPS and Burst are --kube-api-qps and --kube-api-burst; Workers is --max-concurrent-reconciles.
+	QPS     float64 `json:"qps"`
+	Burst   int     `json:"burst"`
+	Workers int     `json:"workers"`
+}
+
+func (s managerSettings) args() []string {
+	return []string{
+		"--kube-api-qps=" + strconv.FormatFloat(s.QPS, 'f', -1, 64),
+		"--kube-api-burst=" + strconv.Itoa(s.Burst),
+		"--max-concurrent-reconciles=" + strconv.Itoa(s.Workers),
+	}
+}
+
+// manager is a running manager binary, started beside the control plane as the admin.
+type manager struct {
+	proc        *localcluster.Process
+	metricsAddr string
+	settings    managerSettings
+}
+
+// buildManager compiles the manager from the working tree into dir.
+func buildManager(ctx context.Context, root, dir string) (string, error) {
+	out := dir + "/manager"
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build -o %s .: %w\n%s", out, err, b)
+	}
+	return out, nil
+}
+
+// startManager starts the manager with settings and waits until it is ready.
+func startManager(ctx context.Context, c *localcluster.Cluster, bin, name string, settings managerSettings) (*manager, error) {
+	addrs, err := localcluster.FreeAddresses(2)
+	if err != nil {
+		return nil, err
+	}
+	args := append(settings.args(), "--metrics-bind-address="+addrs[0], "--health-probe-bind-address="+addrs[1])
+	p, err := c.StartProcess(name, bin, args, []string{c.KubeconfigEnv()})
+	if err != nil {
+		return nil, err
+	}
+	m := &manager{proc: p, metricsAddr: addrs[0], settings: settings}
+	deadline := time.Now().Add(2 * time.Minute)
+	for !httpGetOK(ctx, "http://"+addrs[1]+"/readyz") {
+		if !p.Alive() || time.Now().After(deadline) {
+			_ = p.Stop()
+			return nil, fmt.Errorf("manager did not become ready; the end of %s:\n%s", p.Log, localcluster.Tail(p.Log, 20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return m, nil
+}
+
+func (m *manager) stop() error { return m.proc.Stop() }
+
+// scrape reads the manager's metrics.
+func (m *manager) scrape(ctx context.Context) (snapshot, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.metricsAddr+"/metrics", http.NoBody)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read the manager's metrics: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	return parseMetrics(resp.Body)
+}
+
+// procStats are what the kernel says about a process.
+type procStats struct {
+	// RSSMiB is the resident set now, PeakRSSMiB its high-water mark since start.
+	RSSMiB, PeakRSSMiB float64
+	// CPUSeconds is user plus system time since start.
+	CPUSeconds float64
+}
+
+// clockTicks is USER_HZ, 100 on every Linux this runs on.
+const clockTicks = 100
+
+func readProcStats(pid int) (procStats, error) {
+	var s procStats
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return s, err
+	}
+	defer func() { _ = f.Close() }()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kib, _ := strconv.ParseFloat(fields[1], 64)
+		switch fields[0] {
+		case "VmRSS:":
+			s.RSSMiB = kib / 1024
+		case "VmHWM:":
+			s.PeakRSSMiB = kib / 1024
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return s, err
+	}
+	// The command name may hold spaces; the fields after it are fixed: utime and stime are the
+	// 12th and 13th after the closing parenthesis.
+	rest := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(rest) > 12 {
+		ut, _ := strconv.ParseFloat(rest[11], 64)
+		st, _ := strconv.ParseFloat(rest[12], 64)
+		s.CPUSeconds = (ut + st) / clockTicks
+	}
+	return s, sc.Err()
+}
+
+func httpGetOK(ctx context.Context, url string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}

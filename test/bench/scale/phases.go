@@ -1,0 +1,456 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/test/testenv"
+)
+
+// phase is what one step of a run cost.
+type phase struct {
+	// Seconds is the time until every StatefulSet showed the change (injected, or reverted).
+	Seconds float64 `json:"seconds"`
+	// SentSeconds is, for the bare client, the time until its last request returned.
+	SentSeconds float64 `json:"sentSeconds,omitempty"`
+	// ReadySeconds is the time until every ScratchVolume was Ready, from the same start.
+	ReadySeconds float64 `json:"readySeconds,omitempty"`
+	// Requests are the manager's API requests by HTTP method; StatefulSetWrites its applies to
+	// StatefulSets by its own count, ServerStatefulSetWrites the API server's count of writes to
+	// StatefulSets (not their status) by every client.
+	Requests                requestCounts `json:"requests,omitempty"`
+	StatefulSetWrites       float64       `json:"statefulSetWrites"`
+	ServerStatefulSetWrites float64       `json:"serverStatefulSetWrites"`
+	// ServerWrites are the API server's writes by resource[/subresource], every client's: the
+	// benchmark's own are in them too (creations, edits, the bare client's applies).
+	ServerWrites map[string]float64 `json:"serverWrites,omitempty"`
+	// CPUSeconds is the manager's CPU time; ReconcileP50/P99 the latency of its reconciles in
+	// seconds; MaxQueueDepth the deepest its work queue was seen (sampled each second).
+	CPUSeconds    float64 `json:"cpuSeconds,omitempty"`
+	ReconcileP50  float64 `json:"reconcileP50Seconds,omitempty"`
+	ReconcileP99  float64 `json:"reconcileP99Seconds,omitempty"`
+	MaxQueueDepth float64 `json:"maxQueueDepth,omitempty"`
+}
+
+// bench holds what every phase needs.
+type bench struct {
+	cfg   config
+	rest  *rest.Config
+	admin client.Client
+	cs    kubernetes.Interface
+	fleet *fleet
+	mgr   *manager
+	logf  func(format string, args ...any)
+}
+
+// measure runs body and adds to its phase what the manager and the API server counted meanwhile.
+func (b *bench) measure(ctx context.Context, body func(p *phase) error) (phase, error) {
+	var p phase
+	server0, err := b.serverMetrics(ctx)
+	if err != nil {
+		return p, err
+	}
+	var mgr0 snapshot
+	var proc0 procStats
+	stopSampling := math.NaN
+	if b.mgr != nil {
+		if mgr0, err = b.mgr.scrape(ctx); err != nil {
+			return p, err
+		}
+		proc0, _ = readProcStats(b.mgr.proc.PID)
+		stopSampling = b.sampleQueueDepth(ctx)
+	}
+	err = body(&p)
+	depth := stopSampling()
+	if err != nil {
+		return p, err
+	}
+	server1, err := b.serverMetrics(ctx)
+	if err != nil {
+		return p, err
+	}
+	p.ServerStatefulSetWrites = statefulSetWritesOf(server1) - statefulSetWritesOf(server0)
+	p.ServerWrites = writesByResource(server1, server0)
+	if b.mgr == nil {
+		return p, nil
+	}
+	mgr1, err := b.mgr.scrape(ctx)
+	if err != nil {
+		return p, err
+	}
+	proc1, _ := readProcStats(b.mgr.proc.PID)
+	p.Requests = mgr1.restRequests().minus(mgr0.restRequests())
+	p.StatefulSetWrites = mgr1.sum("dbtune_scratch_statefulset_writes_total", nil) - mgr0.sum("dbtune_scratch_statefulset_writes_total", nil)
+	p.CPUSeconds = proc1.CPUSeconds - proc0.CPUSeconds
+	ours := func(l map[string]string) bool { return l["controller"] == "scratchvolume" }
+	lat := mgr1.histogram("controller_runtime_reconcile_time_seconds", ours).minus(mgr0.histogram("controller_runtime_reconcile_time_seconds", ours))
+	p.ReconcileP50, p.ReconcileP99 = lat.quantile(0.5), lat.quantile(0.99)
+	p.MaxQueueDepth = depth
+	return p, nil
+}
+
+// sampleQueueDepth samples the depth of the manager's ScratchVolume work queue every second until
+// the returned function is called, which returns the deepest seen.
+func (b *bench) sampleQueueDepth(ctx context.Context) func() float64 {
+	ctx, cancel := context.WithCancel(ctx)
+	var mu sync.Mutex
+	deepest := 0.0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if s, err := b.mgr.scrape(ctx); err == nil {
+				d := s.sum("workqueue_depth", func(l map[string]string) bool { return l["name"] == "scratchvolume" })
+				mu.Lock()
+				deepest = max(deepest, d)
+				mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return func() float64 {
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return deepest
+	}
+}
+
+func (b *bench) serverMetrics(ctx context.Context) (snapshot, error) {
+	raw, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read the API server's metrics: %w", err)
+	}
+	return parseMetrics(strings.NewReader(string(raw)))
+}
+
+// statefulSetWritesOf counts the API server's writes to StatefulSets themselves: not to their status
+// (the StatefulSet controller's), and not the dry runs.
+func statefulSetWritesOf(s snapshot) float64 {
+	return s.sum("apiserver_request_total", func(l map[string]string) bool {
+		switch l["verb"] {
+		case "APPLY", "PATCH", "UPDATE", "CREATE", "DELETE":
+		default:
+			return false
+		}
+		return l["resource"] == "statefulsets" && l["subresource"] == "" && l["dry_run"] == ""
+	})
+}
+
+// writesByResource is the API server's writes between two scrapes, by resource[/subresource].
+func writesByResource(now, before snapshot) map[string]float64 {
+	count := func(s snapshot) map[string]float64 {
+		out := map[string]float64{}
+		f := s["apiserver_request_total"]
+		if f == nil {
+			return out
+		}
+		for _, m := range f.GetMetric() {
+			l := labelMap(m)
+			switch l["verb"] {
+			case "APPLY", "PATCH", "UPDATE", "CREATE", "DELETE", "DELETECOLLECTION":
+			default:
+				continue
+			}
+			if l["dry_run"] != "" {
+				continue
+			}
+			key := l["resource"]
+			if l["subresource"] != "" {
+				key += "/" + l["subresource"]
+			}
+			out[key] += m.GetCounter().GetValue()
+		}
+		return out
+	}
+	a, b := count(now), count(before)
+	out := map[string]float64{}
+	for k, v := range a {
+		if d := v - b[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// bareClient is a plain client with the given client-side limit (QPS <= 0: none).
+func (b *bench) bareClient(qps float64, burst int) (client.Client, error) {
+	cfg := rest.CopyConfig(b.rest)
+	cfg.QPS, cfg.Burst = -1, 0
+	if qps > 0 {
+		cfg.QPS, cfg.Burst = float32(qps), burst
+	}
+	return client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+}
+
+// runBare sends the manager's writes for the selector ScratchVolumes itself, with workers requests
+// in flight, then reverts them the way the manager does (an empty apply, the ConfigMap deleted).
+func (b *bench) runBare(ctx context.Context, s managerSettings) (inj, rev phase, err error) {
+	c, err := b.bareClient(s.QPS, s.Burst)
+	if err != nil {
+		return inj, rev, err
+	}
+	sets := b.fleet.statefulSets(ctx)
+	plan := make([]writes, len(sets))
+	svs := map[string]*v1alpha1.ScratchVolume{}
+	for i := range sets {
+		sv := svs[sets[i].Namespace]
+		if sv == nil {
+			if sv, err = b.defaulted(ctx, selectorScratchVolume(sets[i].Namespace)); err != nil {
+				return inj, rev, err
+			}
+			svs[sets[i].Namespace] = sv
+		}
+		if plan[i], err = injectionWrites(sv, &sets[i]); err != nil {
+			return inj, rev, err
+		}
+	}
+	owner := client.FieldOwner(v1alpha1.FieldManager)
+	inj, err = b.measure(ctx, func(p *phase) error {
+		start := time.Now()
+		err := forEach(ctx, len(plan), s.Workers, func(ctx context.Context, i int) error {
+			if err := c.Apply(ctx, plan[i].configMap, owner, client.ForceOwnership); err != nil {
+				return err
+			}
+			return c.Apply(ctx, plan[i].statefulSet, owner)
+		})
+		if err != nil {
+			return fmt.Errorf("bare client: %w", err)
+		}
+		p.SentSeconds = time.Since(start).Seconds()
+		return b.waitInjected(ctx, p, start, fleetScratchVolume)
+	})
+	if err != nil {
+		return inj, rev, err
+	}
+	rev, err = b.measure(ctx, func(p *phase) error {
+		start := time.Now()
+		err := forEach(ctx, len(plan), s.Workers, func(ctx context.Context, i int) error {
+			if err := c.Apply(ctx, appsv1ac.StatefulSet(*plan[i].statefulSet.Name, *plan[i].statefulSet.Namespace), owner); err != nil {
+				return err
+			}
+			cm := &corev1.ConfigMap{}
+			cm.Name, cm.Namespace = *plan[i].configMap.Name, *plan[i].configMap.Namespace
+			return client.IgnoreNotFound(c.Delete(ctx, cm))
+		})
+		if err != nil {
+			return fmt.Errorf("bare client revert: %w", err)
+		}
+		p.SentSeconds = time.Since(start).Seconds()
+		return b.waitReverted(ctx, p, start)
+	})
+	return inj, rev, err
+}
+
+// defaulted returns sv as the API server would store it (defaults applied), without storing it.
+func (b *bench) defaulted(ctx context.Context, sv *v1alpha1.ScratchVolume) (*v1alpha1.ScratchVolume, error) {
+	if err := b.admin.Create(ctx, sv, client.DryRunAll); err != nil {
+		return nil, fmt.Errorf("failed to dry-run ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
+	}
+	return sv, nil
+}
+
+// runSelector applies one selector ScratchVolume per namespace and waits for the injection and
+// for Ready.
+func (b *bench) runSelector(ctx context.Context) (phase, error) {
+	return b.measure(ctx, func(p *phase) error {
+		start := time.Now()
+		err := forEach(ctx, b.fleet.namespaces, createWorkers, func(ctx context.Context, i int) error {
+			return b.admin.Create(ctx, selectorScratchVolume(fleetNamespace(i, b.fleet.namespaces)))
+		})
+		if err != nil {
+			return err
+		}
+		if err := b.waitInjected(ctx, p, start, fleetScratchVolume); err != nil {
+			return err
+		}
+		return b.waitReady(ctx, p, start, b.fleet.namespaces)
+	})
+}
+
+// runMany creates one ScratchVolume per StatefulSet, all at once.
+func (b *bench) runMany(ctx context.Context) (phase, error) {
+	sets := b.fleet.statefulSets(ctx)
+	type target struct{ ns, name string }
+	targets := make([]target, len(sets))
+	for i := range sets {
+		targets[i] = target{sets[i].Namespace, sets[i].Name}
+	}
+	return b.measure(ctx, func(p *phase) error {
+		start := time.Now()
+		err := forEach(ctx, len(targets), createWorkers, func(ctx context.Context, i int) error {
+			return b.admin.Create(ctx, targetScratchVolume(targets[i].ns, targets[i].name))
+		})
+		if err != nil {
+			return err
+		}
+		if err := b.waitInjected(ctx, p, start, ""); err != nil {
+			return err
+		}
+		return b.waitReady(ctx, p, start, len(targets))
+	})
+}
+
+// runRevert deletes every ScratchVolume and waits until every template is the original again and
+// the ScratchVolumes are gone.
+func (b *bench) runRevert(ctx context.Context) (phase, error) {
+	return b.measure(ctx, func(p *phase) error {
+		start := time.Now()
+		err := forEach(ctx, b.fleet.namespaces, createWorkers, func(ctx context.Context, i int) error {
+			return b.admin.DeleteAllOf(ctx, &v1alpha1.ScratchVolume{}, client.InNamespace(fleetNamespace(i, b.fleet.namespaces)),
+				client.MatchingLabels{benchLabel: "fleet"})
+		})
+		if err != nil {
+			return fmt.Errorf("failed to delete the ScratchVolumes: %w", err)
+		}
+		if err := b.waitReverted(ctx, p, start); err != nil {
+			return err
+		}
+		_, err = waitFor(ctx, "the ScratchVolumes to be gone", b.cfg.timeout, func() (bool, string) {
+			n := len(b.fleet.scratchVolumes(ctx))
+			return n == 0, fmt.Sprintf("%d left", n)
+		})
+		return err
+	})
+}
+
+// runSteady leaves the injected fleet alone but for edits that are none of the manager's
+// business, for d: a label added to one StatefulSet in ten, one StatefulSet scaled up and back.
+func (b *bench) runSteady(ctx context.Context, d time.Duration) (phase, error) {
+	return b.measure(ctx, func(p *phase) error {
+		start := time.Now()
+		sets := b.fleet.statefulSets(ctx)
+		keys := make([]client.ObjectKey, 0, len(sets)/10+1)
+		for i := 0; i < len(sets); i += 10 {
+			keys = append(keys, client.ObjectKeyFromObject(&sets[i]))
+		}
+		err := forEach(ctx, len(keys), 4, func(ctx context.Context, i int) error {
+			sts := &appsv1.StatefulSet{}
+			sts.Name, sts.Namespace = keys[i].Name, keys[i].Namespace
+			patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, touchLabel, start.Format("150405"))
+			return b.admin.Patch(ctx, sts, client.RawPatch("application/merge-patch+json", []byte(patch)))
+		})
+		if err != nil {
+			return fmt.Errorf("failed to label StatefulSets: %w", err)
+		}
+		if len(keys) > 0 {
+			if err := b.scale(ctx, keys[0], b.fleet.replicas+1); err != nil {
+				return err
+			}
+			time.Sleep(d / 2)
+			if err := b.scale(ctx, keys[0], b.fleet.replicas); err != nil {
+				return err
+			}
+		}
+		time.Sleep(time.Until(start.Add(d)))
+		p.Seconds = time.Since(start).Seconds()
+		return nil
+	})
+}
+
+func (b *bench) scale(ctx context.Context, key client.ObjectKey, replicas int32) error {
+	sts := &appsv1.StatefulSet{}
+	sts.Name, sts.Namespace = key.Name, key.Namespace
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	if err := b.admin.Patch(ctx, sts, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		return fmt.Errorf("failed to scale StatefulSet %s: %w", key, err)
+	}
+	return nil
+}
+
+// runGitOps re-applies every StatefulSet's manifest under a GitOps tool's field manager, then
+// watches the manager for settle.
+func (b *bench) runGitOps(ctx context.Context, settle time.Duration) (phase, error) {
+	return b.measure(ctx, func(p *phase) error {
+		start := time.Now()
+		err := forEach(ctx, b.fleet.size, createWorkers, func(ctx context.Context, i int) error {
+			u, err := toUnstructured(b.fleet.manifest(i))
+			if err != nil {
+				return err
+			}
+			// Argo CD and Flux apply with force: the manifest's fields are theirs to set.
+			return b.admin.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("argocd-controller"), client.ForceOwnership)
+		})
+		if err != nil {
+			return fmt.Errorf("failed to re-apply the manifests: %w", err)
+		}
+		p.SentSeconds = time.Since(start).Seconds()
+		time.Sleep(settle)
+		p.Seconds = time.Since(start).Seconds()
+		return nil
+	})
+}
+
+func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "creationTimestamp")
+	return u, nil
+}
+
+func (b *bench) waitInjected(ctx context.Context, p *phase, start time.Time, name string) error {
+	_, err := waitFor(ctx, "every StatefulSet to carry the injection", b.cfg.timeout-time.Since(start), func() (bool, string) {
+		sets := b.fleet.statefulSets(ctx)
+		n := countInjected(sets, name)
+		return n == len(sets), fmt.Sprintf("%d of %d injected", n, len(sets))
+	})
+	p.Seconds = time.Since(start).Seconds()
+	return err
+}
+
+func (b *bench) waitReady(ctx context.Context, p *phase, start time.Time, want int) error {
+	_, err := waitFor(ctx, "every ScratchVolume to be Ready", b.cfg.timeout-time.Since(start), func() (bool, string) {
+		svs := b.fleet.scratchVolumes(ctx)
+		n := countReady(svs)
+		return n == want, fmt.Sprintf("%d of %d Ready; %d StatefulSets not yet recorded by the StatefulSet controller; not Ready: %s",
+			n, want, unsettled(b.fleet.statefulSets(ctx)), strings.Join(notReady(svs, 3), "; "))
+	})
+	p.ReadySeconds = time.Since(start).Seconds()
+	return err
+}
+
+func (b *bench) waitReverted(ctx context.Context, p *phase, start time.Time) error {
+	_, err := waitFor(ctx, "every StatefulSet to be reverted exactly", b.cfg.timeout-time.Since(start), func() (bool, string) {
+		sets := b.fleet.statefulSets(ctx)
+		if n := countInjected(sets, ""); n > 0 {
+			return false, fmt.Sprintf("%d still carry an injection", n)
+		}
+		d := b.fleet.diverged(sets)
+		return len(d) == 0, fmt.Sprintf("%d differ from their original template, such as %v", len(d), d[:min(len(d), 3)])
+	})
+	p.Seconds = time.Since(start).Seconds()
+	return err
+}
+
+// waitSettled waits until the StatefulSet controller has recorded every StatefulSet's spec, so
+// that one phase's backlog does not slow the next.
+func (b *bench) waitSettled(ctx context.Context) (time.Duration, error) {
+	return waitFor(ctx, "the StatefulSet controller to record every StatefulSet", b.cfg.timeout, func() (bool, string) {
+		n := unsettled(b.fleet.statefulSets(ctx))
+		return n == 0, fmt.Sprintf("%d not recorded", n)
+	})
+}

@@ -1,0 +1,384 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dbtune/scratch-operator/test/bench/chart"
+)
+
+// results is everything scale.json holds.
+type results struct {
+	Generated time.Time      `json:"generated"`
+	Machine   machine        `json:"machine"`
+	Settings  settings       `json:"settings"`
+	Quiet     []quietLevel   `json:"withoutBackground"`
+	Levels    []level        `json:"levels"`
+	Rollout   *rolloutResult `json:"rollout,omitempty"`
+}
+
+type machine struct {
+	CPUs       int     `json:"cpus"`
+	MemoryGiB  float64 `json:"memoryGiB"`
+	Kernel     string  `json:"kernel"`
+	LoadBefore string  `json:"loadAverageBefore"`
+	LoadAfter  string  `json:"loadAverageAfter"`
+}
+
+type settings struct {
+	Levels             []int            `json:"statefulSets"`
+	Namespaces         int              `json:"namespaces"`
+	Runs               int              `json:"runs"`
+	Shapes             []string         `json:"shapes"`
+	ScratchVolumeSize  string           `json:"scratchVolumeSize"`
+	Background         backgroundCounts `json:"background"`
+	ControllerManager  string           `json:"controllerManagerTuned"`
+	SteadySeconds      float64          `json:"steadySeconds"`
+	GitOpsSettle       float64          `json:"gitOpsSettleSeconds"`
+	Variants           []string         `json:"variantsComparedAt,omitempty"`
+	CompareAt          int              `json:"compareAt"`
+	KubernetesVersions string           `json:"kubernetes"`
+}
+
+type backgroundCounts struct {
+	ConfigMaps    int     `json:"configMaps"`
+	BigConfigMaps int     `json:"configMapsOf100KiB"`
+	Secrets       int     `json:"secrets"`
+	Pods          int     `json:"pods"`
+	CreateSeconds float64 `json:"createSeconds"`
+}
+
+// quietLevel is one size measured before the background objects exist.
+type quietLevel struct {
+	N                    int     `json:"statefulSets"`
+	ControllerManager    string  `json:"controllerManager"`
+	Inject               phase   `json:"inject"`
+	Revert               phase   `json:"revert"`
+	RevertSettledSeconds float64 `json:"revertRecordedSeconds"`
+	Memory               memory  `json:"memory"`
+}
+
+// level is one size measured with one manager setting, with the background objects present.
+type level struct {
+	N        int             `json:"statefulSets"`
+	Settings managerSettings `json:"manager"`
+	Runs     []runResult     `json:"runs"`
+	Memory   memory          `json:"memory"`
+}
+
+type runResult struct {
+	Bare       phase  `json:"bare"`
+	BareRevert phase  `json:"bareRevert"`
+	Selector   phase  `json:"selector"`
+	Steady     *phase `json:"steady,omitempty"`
+	GitOps     *phase `json:"gitOps,omitempty"`
+	Revert     phase  `json:"revert"`
+	Many       *phase `json:"many,omitempty"`
+	ManyRevert *phase `json:"manyRevert,omitempty"`
+}
+
+type rolloutResult struct {
+	StatefulSets           int     `json:"statefulSets"`
+	Replicas               int     `json:"replicas"`
+	PodsRunningSeconds     float64 `json:"podsRunningSeconds"`
+	Inject                 phase   `json:"inject"`
+	Revert                 phase   `json:"revert"`
+	RevertRolledOutSeconds float64 `json:"revertRolledOutSeconds"`
+	Memory                 memory  `json:"memory"`
+}
+
+func newResults(cfg config) *results {
+	var u unix.Utsname
+	_ = unix.Uname(&u)
+	var si unix.Sysinfo_t
+	_ = unix.Sysinfo(&si)
+	r := &results{
+		Generated: time.Now().UTC().Truncate(time.Second),
+		Machine: machine{
+			CPUs: runtime.NumCPU(), Kernel: unix.ByteSliceToString(u.Release[:]),
+			MemoryGiB:  math.Round(float64(si.Totalram)*float64(si.Unit)/(1<<30)*10) / 10,
+			LoadBefore: loadAverage(),
+		},
+		Settings: settings{
+			Levels: cfg.levels, Namespaces: cfg.namespaces, Runs: cfg.runs, ScratchVolumeSize: scratchSize,
+			ControllerManager: kcmName(true, cfg.kcmQPS), SteadySeconds: cfg.steady.Seconds(),
+			GitOpsSettle: cfg.gitOpsSettle.Seconds(), CompareAt: cfg.compareAt,
+			KubernetesVersions: "kube-apiserver, kube-controller-manager v1.37.2, etcd v3.7.3, kwok v0.8.0 (hack/k8s-binaries.sh)",
+		},
+	}
+	for _, s := range shapes {
+		r.Settings.Shapes = append(r.Settings.Shapes, s.image+" + "+s.sidecar.Image)
+	}
+	for _, v := range variants(cfg, cfg.compareAt)[1:] {
+		r.Settings.Variants = append(r.Settings.Variants, v.Name)
+	}
+	return r
+}
+
+func readResults(path string) (*results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &results{}
+	if err := json.Unmarshal(b, r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// write saves scale.json and scale.png in dir and prints the Markdown to md.
+func (r *results) write(dir string, md io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return err
+	}
+	jsonPath := filepath.Join(dir, "scale.json")
+	if err := os.WriteFile(jsonPath, buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s", jsonPath)
+	if len(r.Levels) > 0 {
+		png, err := r.writeChart(dir)
+		if err != nil {
+			return err
+		}
+		logf("wrote %s", png)
+	}
+	_, err := io.WriteString(md, r.markdown())
+	return err
+}
+
+// summary is the medians of one level's runs.
+type summary struct {
+	n                                                            int
+	bare, selector, ratio, ready, many, manyReady                float64
+	bareRevert, revert, manyRevert                               float64
+	writesPerSTS, requestsPerSTS, serverWritesPerSTS             float64
+	revertWritesPerSTS, manyWritesPerSTS                         float64
+	steadySTSWrites, steadyWrites, gitOpsSTSWrites, gitOpsWrites float64
+	cpu, p50, p99, depth                                         float64
+	bareRange, selectorRange, readyRange, ratioRange             [2]float64
+	peakRSS, heap                                                float64
+}
+
+func (l *level) summarize() summary {
+	s := summary{n: l.N, peakRSS: l.Memory.PeakRSSMiB, heap: l.Memory.HeapMiB}
+	n := float64(l.N)
+	col := func(f func(r runResult) float64) []float64 {
+		var xs []float64
+		for _, r := range l.Runs {
+			if v := f(r); !math.IsNaN(v) {
+				xs = append(xs, v)
+			}
+		}
+		return xs
+	}
+	med := func(f func(r runResult) float64) float64 { return median(col(f)) }
+	span := func(f func(r runResult) float64) [2]float64 {
+		xs := col(f)
+		if len(xs) == 0 {
+			return [2]float64{math.NaN(), math.NaN()}
+		}
+		return [2]float64{slices.Min(xs), slices.Max(xs)}
+	}
+	opt := func(p func(r runResult) *phase, f func(*phase) float64) func(r runResult) float64 {
+		return func(r runResult) float64 {
+			if ph := p(r); ph != nil {
+				return f(ph)
+			}
+			return math.NaN()
+		}
+	}
+	bare := func(r runResult) float64 { return r.Bare.Seconds }
+	sel := func(r runResult) float64 { return r.Selector.Seconds }
+	ready := func(r runResult) float64 { return r.Selector.ReadySeconds }
+	ratio := func(r runResult) float64 { return r.Selector.Seconds / r.Bare.Seconds }
+	s.bare, s.bareRange = med(bare), span(bare)
+	s.selector, s.selectorRange = med(sel), span(sel)
+	s.ready, s.readyRange = med(ready), span(ready)
+	s.ratio, s.ratioRange = med(ratio), span(ratio)
+	s.bareRevert = med(func(r runResult) float64 { return r.BareRevert.Seconds })
+	s.revert = med(func(r runResult) float64 { return r.Revert.Seconds })
+	s.writesPerSTS = med(func(r runResult) float64 { return r.Selector.StatefulSetWrites / n })
+	s.serverWritesPerSTS = med(func(r runResult) float64 { return r.Selector.ServerStatefulSetWrites / n })
+	s.requestsPerSTS = med(func(r runResult) float64 { return r.Selector.Requests.total() / n })
+	s.revertWritesPerSTS = med(func(r runResult) float64 { return r.Revert.StatefulSetWrites / n })
+	s.cpu = med(func(r runResult) float64 { return r.Selector.CPUSeconds })
+	s.p50 = med(func(r runResult) float64 { return r.Selector.ReconcileP50 })
+	s.p99 = med(func(r runResult) float64 { return r.Selector.ReconcileP99 })
+	s.depth = med(func(r runResult) float64 { return r.Selector.MaxQueueDepth })
+	s.many = med(opt(func(r runResult) *phase { return r.Many }, func(p *phase) float64 { return p.Seconds }))
+	s.manyReady = med(opt(func(r runResult) *phase { return r.Many }, func(p *phase) float64 { return p.ReadySeconds }))
+	s.manyRevert = med(opt(func(r runResult) *phase { return r.ManyRevert }, func(p *phase) float64 { return p.Seconds }))
+	s.manyWritesPerSTS = med(opt(func(r runResult) *phase { return r.Many }, func(p *phase) float64 { return p.StatefulSetWrites / n }))
+	steady := func(r runResult) *phase { return r.Steady }
+	gitops := func(r runResult) *phase { return r.GitOps }
+	s.steadySTSWrites = med(opt(steady, func(p *phase) float64 { return p.StatefulSetWrites }))
+	s.steadyWrites = med(opt(steady, func(p *phase) float64 { return p.Requests.writes() }))
+	s.gitOpsSTSWrites = med(opt(gitops, func(p *phase) float64 { return p.StatefulSetWrites }))
+	s.gitOpsWrites = med(opt(gitops, func(p *phase) float64 { return p.Requests.writes() }))
+	return s
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// levelsOf returns the levels measured with the settings named name, smallest first.
+func (r *results) levelsOf(name string) []level {
+	var out []level
+	for _, l := range r.Levels {
+		if l.Settings.Name == name {
+			out = append(out, l)
+		}
+	}
+	slices.SortFunc(out, func(a, b level) int { return a.N - b.N })
+	return out
+}
+
+func (r *results) quiet(n int) *quietLevel {
+	for i := range r.Quiet {
+		if r.Quiet[i].N == n {
+			return &r.Quiet[i]
+		}
+	}
+	return nil
+}
+
+// chart draws convergence time and memory against N.
+func (r *results) chart() *chart.Chart {
+	ch := &chart.Chart{
+		Title:        "ScratchVolume manager at fleet scale: convergence and memory against N",
+		Series:       []string{"bare client (the limit)", "manager: all injected", "manager: all Ready", "peak RSS, with background", "peak RSS, no background"},
+		WhiskerLabel: fmt.Sprintf("min–max of %d runs", r.Settings.Runs),
+		Machine:      fmt.Sprintf("%d CPUs, %.0f GiB, Linux %s; local control plane", r.Machine.CPUs, r.Machine.MemoryGiB, r.Machine.Kernel),
+		Measured:     r.Generated,
+		Notes: fmt.Sprintf("One selector ScratchVolume per namespace over %d namespaces; the bare client sends the same applies with the same concurrency. Background: %d ConfigMaps (%d of 100 KiB), %d Secrets, %d Pods. kube-controller-manager %s.",
+			r.Settings.Namespaces, r.Settings.Background.ConfigMaps, r.Settings.Background.BigConfigMaps, r.Settings.Background.Secrets, r.Settings.Background.Pods, r.Settings.ControllerManager),
+	}
+	times := chart.Panel{Title: "convergence\n(lower is better)", ValueAxis: "time (s)"}
+	mem := chart.Panel{Title: "manager memory\n(lower is better)", ValueAxis: "peak RSS (MiB)"}
+	nan := chart.Bar{Value: math.NaN()}
+	for _, l := range r.levelsOf(defaultSettings.Name) {
+		s := l.summarize()
+		label := fmt.Sprintf("N=%d", l.N)
+		times.Groups = append(times.Groups, chart.Group{Label: label, Bars: []chart.Bar{
+			{Value: s.bare, Low: s.bareRange[0], High: s.bareRange[1]},
+			{Value: s.selector, Low: s.selectorRange[0], High: s.selectorRange[1]},
+			{Value: s.ready, Low: s.readyRange[0], High: s.readyRange[1]},
+		}})
+		quiet := nan
+		if q := r.quiet(l.N); q != nil {
+			quiet = chart.Bar{Value: q.Memory.PeakRSSMiB}
+		}
+		mem.Groups = append(mem.Groups, chart.Group{Label: label, Bars: []chart.Bar{nan, nan, nan, {Value: s.peakRSS, Highlight: s.peakRSS > 150}, quiet}})
+	}
+	ch.Panels = []chart.Panel{times, mem}
+	return ch
+}
+
+func (r *results) writeChart(dir string) (string, error) {
+	path := filepath.Join(dir, "scale.png")
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	if err := r.chart().WritePNG(f); err != nil {
+		_ = f.Close()
+		return "", err
+	}
+	return path, f.Close()
+}
+
+// markdown is the results as the docs/benchmarks.md section's tables.
+func (r *results) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Measured %s on %d CPUs, %.0f GiB, Linux %s (load average %s before, %s after).\n\n",
+		r.Generated.Format("2006-01-02"), r.Machine.CPUs, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.LoadBefore, r.Machine.LoadAfter)
+	fmt.Fprintf(&b, "With the background objects (%d ConfigMaps, %d of them 100 KiB; %d Secrets; %d Pods), kube-controller-manager %s, manager defaults, medians of %d runs:\n\n",
+		r.Settings.Background.ConfigMaps, r.Settings.Background.BigConfigMaps, r.Settings.Background.Secrets, r.Settings.Background.Pods, r.Settings.ControllerManager, r.Settings.Runs)
+	b.WriteString("| StatefulSets | bare client | manager: injected | manager / bare | manager: Ready | one ScratchVolume each: injected / Ready | revert: bare / manager | StatefulSet writes per StatefulSet: inject / revert / one each | manager API requests per StatefulSet | manager writes in steady state: StatefulSets / all | manager writes after GitOps re-apply: StatefulSets / all | peak RSS (no background) | heap | manager CPU (inject) | reconcile p50 / p99 | max queue depth |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, l := range r.levelsOf(defaultSettings.Name) {
+		s := l.summarize()
+		quiet := "–"
+		if q := r.quiet(l.N); q != nil {
+			quiet = fmt.Sprintf("%.0f MiB", q.Memory.PeakRSSMiB)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %.2fx | %s | %s / %s | %s / %s | %.2f / %.2f / %s | %.2f | %s / %s | %s / %s | %.0f MiB (%s) | %.0f MiB | %.1f s | %s / %s | %.0f |\n",
+			l.N, secs(s.bare), secs(s.selector), s.ratio, secs(s.ready), secs(s.many), secs(s.manyReady),
+			secs(s.bareRevert), secs(s.revert), s.writesPerSTS, s.revertWritesPerSTS, ratio(s.manyWritesPerSTS), s.requestsPerSTS,
+			count(s.steadySTSWrites), count(s.steadyWrites), count(s.gitOpsSTSWrites), count(s.gitOpsWrites),
+			s.peakRSS, quiet, s.heap, s.cpu, secs(s.p50), secs(s.p99), s.depth)
+	}
+	if len(r.Settings.Variants) > 0 {
+		fmt.Fprintf(&b, "\nManager settings compared at N=%d (the bare client with the same client-side limit and concurrency, side by side):\n\n", r.Settings.CompareAt)
+		b.WriteString("| manager settings | bare client | manager: injected | manager / bare | manager: Ready | revert | peak RSS |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, l := range r.Levels {
+			if l.N != r.Settings.CompareAt {
+				continue
+			}
+			s := l.summarize()
+			fmt.Fprintf(&b, "| %s (qps %g, burst %d, %d workers) | %s | %s | %.2fx | %s | %s | %.0f MiB |\n", l.Settings.Name, l.Settings.QPS, l.Settings.Burst,
+				l.Settings.Workers, secs(s.bare), secs(s.selector), s.ratio, secs(s.ready), secs(s.revert), s.peakRSS)
+		}
+	}
+	b.WriteString("\nWithout background objects (one run each, before they were created):\n\n")
+	b.WriteString("| StatefulSets | kube-controller-manager | injected | Ready | revert (templates) | revert recorded by the StatefulSet controller | peak RSS | heap |\n|---:|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, q := range r.Quiet {
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %.0f MiB | %.0f MiB |\n", q.N, q.ControllerManager, secs(q.Inject.Seconds),
+			secs(q.Inject.ReadySeconds), secs(q.Revert.Seconds), secs(q.RevertSettledSeconds), q.Memory.PeakRSSMiB, q.Memory.HeapMiB)
+	}
+	if ro := r.Rollout; ro != nil {
+		fmt.Fprintf(&b, "\nRollout run: %d StatefulSets with %d pod each on kwok nodes (pods Running %s after creation): injected in %s, Ready (every pod replaced) in %s; reverted in %s, rolled back in %s; %.2f StatefulSet writes per StatefulSet.\n",
+			ro.StatefulSets, ro.Replicas, secs(ro.PodsRunningSeconds), secs(ro.Inject.Seconds), secs(ro.Inject.ReadySeconds), secs(ro.Revert.Seconds),
+			secs(ro.RevertRolledOutSeconds), ro.Inject.StatefulSetWrites/float64(ro.StatefulSets))
+	}
+	return b.String()
+}
+
+func secs(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f s", v)
+}
+
+func ratio(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func count(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", v)
+}

@@ -1,0 +1,484 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/dbtune/scratch-operator/test/localcluster"
+	"github.com/dbtune/scratch-operator/test/testenv"
+)
+
+// defaultSettings are the manager's flag defaults (main.go).
+var defaultSettings = managerSettings{Name: "defaults", QPS: 0, Burst: 0, Workers: 4}
+
+// env is the running control plane and the benchmark's clients.
+type env struct {
+	cluster *localcluster.Cluster
+	bench   *bench
+	binDir  string
+	manager string
+	dir     string
+}
+
+func run(ctx context.Context, cfg config) (*results, error) {
+	e, err := setUp(ctx, cfg)
+	if e != nil {
+		defer e.tearDown(cfg.keep || err != nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := newResults(cfg)
+	err = e.measureAll(ctx, cfg, res)
+	res.Machine.LoadAfter = loadAverage()
+	return res, err
+}
+
+func (e *env) measureAll(ctx context.Context, cfg config, res *results) error {
+	tuned := false
+	for _, n := range cfg.levels {
+		if n > cfg.kcmDefaultMax && !tuned {
+			if err := e.tuneControllerManager(ctx, cfg.kcmQPS); err != nil {
+				return err
+			}
+			tuned = true
+		}
+		q, err := e.measureQuiet(ctx, n, kcmName(tuned, cfg.kcmQPS))
+		if err != nil {
+			return fmt.Errorf("without background objects, at %d StatefulSets: %w", n, err)
+		}
+		res.Quiet = append(res.Quiet, q)
+	}
+	if !tuned {
+		if err := e.tuneControllerManager(ctx, cfg.kcmQPS); err != nil {
+			return err
+		}
+	}
+	bg, err := e.createBackground(ctx, cfg)
+	res.Settings.Background = bg
+	if err != nil {
+		return err
+	}
+	for _, n := range slices.Backward(cfg.levels) {
+		for _, s := range variants(cfg, n) {
+			l, err := e.measureLevel(ctx, cfg, n, s)
+			if err != nil {
+				return fmt.Errorf("at %d StatefulSets, manager %s: %w", n, s.Name, err)
+			}
+			res.Levels = append(res.Levels, l)
+		}
+	}
+	if cfg.rollout > 0 {
+		r, err := e.measureRollout(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("rollout run: %w", err)
+		}
+		res.Rollout = r
+	}
+	return nil
+}
+
+func kcmName(tuned bool, qps int) string {
+	if tuned {
+		return fmt.Sprintf("--kube-api-qps=%d --kube-api-burst=%d", qps, 2*qps)
+	}
+	return "defaults (--kube-api-qps=20 --kube-api-burst=30)"
+}
+
+// variants are the manager settings measured at size n: the defaults everywhere, and at
+// cfg.compareAt a classic client-side limit and one worker per namespace.
+func variants(cfg config, n int) []managerSettings {
+	out := []managerSettings{defaultSettings}
+	if n == cfg.compareAt {
+		out = append(out,
+			managerSettings{Name: "qps=20 burst=30", QPS: 20, Burst: 30, Workers: defaultSettings.Workers},
+			managerSettings{Name: fmt.Sprintf("workers=%d", cfg.workersVariant), Workers: cfg.workersVariant})
+	}
+	return out
+}
+
+func setUp(ctx context.Context, cfg config) (*env, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	binDir, err := localcluster.DefaultBinDir(root)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "dbtune-scale-")
+	if err != nil {
+		return nil, err
+	}
+	e := &env{binDir: binDir, dir: dir}
+	built := make(chan error, 1)
+	go func() {
+		var err error
+		e.manager, err = buildManager(ctx, root, dir)
+		built <- err
+	}()
+	nodes := localcluster.DefaultNodes(cfg.nodes)
+	for i := range nodes {
+		// Room for the background pods' requests and the rollout run's pods besides: the
+		// scheduler counts the background pods against a node even though they bypassed it.
+		nodes[i].Pods = 20000
+		nodes[i].CPU = resource.MustParse("1000")
+		nodes[i].Memory = resource.MustParse("4Ti")
+	}
+	logf("starting the local control plane in %s", dir)
+	e.cluster, err = localcluster.Start(ctx, localcluster.Options{
+		BinDir: binDir, Dir: filepath.Join(dir, "cluster"), Nodes: nodes, PersistentVolumes: cfg.rollout,
+		Logf: func(format string, args ...any) { logf(format, args...) },
+	})
+	if buildErr := <-built; err == nil {
+		err = buildErr
+	}
+	if err != nil {
+		return e, err
+	}
+	rc := e.cluster.Config()
+	rc.QPS, rc.Burst = -1, 0
+	if _, err := envtest.InstallCRDs(rc, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
+	}); err != nil {
+		return e, fmt.Errorf("failed to install the CRDs: %w", err)
+	}
+	admin, err := client.New(rc, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		return e, err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return e, err
+	}
+	for i := range max(cfg.namespaces, backgroundNamespaces) {
+		for _, name := range []string{fleetNamespace(i, cfg.namespaces), backgroundNamespace(i, backgroundNamespaces)} {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			if err := client.IgnoreAlreadyExists(admin.Create(ctx, ns)); err != nil {
+				return e, err
+			}
+		}
+	}
+	f, err := newFleet(ctx, rc, admin, cfg.namespaces, cfg.levels, 0)
+	if err != nil {
+		return e, err
+	}
+	e.bench = &bench{cfg: cfg, rest: rc, admin: admin, cs: cs, fleet: f, logf: logf}
+	return e, nil
+}
+
+func (e *env) tearDown(keep bool) {
+	if m := e.bench; m != nil && m.mgr != nil {
+		_ = m.mgr.stop()
+	}
+	if e.cluster != nil {
+		if err := e.cluster.Stop(); err != nil {
+			logf("failed to stop the cluster: %v", err)
+		}
+	}
+	if keep {
+		logf("kept the cluster's files and logs in %s", e.dir)
+		return
+	}
+	_ = os.RemoveAll(e.dir)
+}
+
+// startManager starts a manager with s; its peak RSS then belongs to this measurement alone.
+func (e *env) startManager(ctx context.Context, n int, s managerSettings) error {
+	name := fmt.Sprintf("manager-n%d-%s", n, strings.NewReplacer(" ", "-", "=", "").Replace(s.Name))
+	m, err := startManager(ctx, e.cluster, e.manager, name, s)
+	if err != nil {
+		return err
+	}
+	e.bench.mgr = m
+	return nil
+}
+
+func (e *env) stopManager() (memory, error) {
+	m := e.bench.mgr
+	e.bench.mgr = nil
+	mem, err := readMemory(context.Background(), m)
+	return mem, errors.Join(err, m.stop())
+}
+
+// measureQuiet measures one selector injection, Ready and revert at size n with no background
+// objects in the cluster.
+func (e *env) measureQuiet(ctx context.Context, n int, kcm string) (quietLevel, error) {
+	b := e.bench
+	q := quietLevel{N: n, ControllerManager: kcm}
+	logf("N=%d without background objects, kube-controller-manager %s", n, kcm)
+	if err := b.fleet.resize(ctx, n); err != nil {
+		return q, err
+	}
+	if _, err := b.waitSettled(ctx); err != nil {
+		return q, err
+	}
+	if err := e.startManager(ctx, n, defaultSettings); err != nil {
+		return q, err
+	}
+	var err error
+	if q.Inject, err = b.runSelector(ctx); err != nil {
+		return q, err
+	}
+	logf("  injected in %.1f s, Ready in %.1f s", q.Inject.Seconds, q.Inject.ReadySeconds)
+	if q.Revert, err = b.runRevert(ctx); err != nil {
+		return q, err
+	}
+	if q.Memory, err = e.stopManager(); err != nil {
+		return q, err
+	}
+	settled, err := b.waitSettled(ctx)
+	q.RevertSettledSeconds = q.Revert.Seconds + settled.Seconds()
+	return q, err
+}
+
+// measureLevel runs cfg.runs runs at size n with the manager started with s.
+func (e *env) measureLevel(ctx context.Context, cfg config, n int, s managerSettings) (level, error) {
+	b := e.bench
+	l := level{N: n, Settings: s}
+	if err := b.fleet.resize(ctx, n); err != nil {
+		return l, err
+	}
+	if _, err := b.waitSettled(ctx); err != nil {
+		return l, err
+	}
+	if err := e.startManager(ctx, n, s); err != nil {
+		return l, err
+	}
+	full, many, runs := s == defaultSettings, n <= cfg.large, cfg.runs
+	if !many {
+		runs = cfg.largeRuns
+	}
+	for i := range runs {
+		logf("N=%d, %s: run %d of %d (load %s)", n, s.Name, i+1, runs, loadAverage())
+		r, err := e.measureRun(ctx, cfg, full, i == 0, full && many)
+		l.Runs = append(l.Runs, r)
+		if err != nil {
+			return l, err
+		}
+		logf("  bare %.1f s, manager %.1f s (Ready %.1f s), revert %.1f s", r.Bare.Seconds, r.Selector.Seconds, r.Selector.ReadySeconds, r.Revert.Seconds)
+	}
+	var err error
+	l.Memory, err = e.stopManager()
+	return l, err
+}
+
+// measureRun is one run: the bare client, then the manager (and, when full, the other phases).
+func (e *env) measureRun(ctx context.Context, cfg config, full, first, withMany bool) (runResult, error) {
+	b := e.bench
+	var r runResult
+	var err error
+	settle := func() error { _, err := b.waitSettled(ctx); return err }
+	if r.Bare, r.BareRevert, err = b.runBare(ctx, b.mgr.settings); err != nil {
+		return r, err
+	}
+	if err := settle(); err != nil {
+		return r, err
+	}
+	if r.Selector, err = b.runSelector(ctx); err != nil {
+		return r, err
+	}
+	if full && first {
+		steady, err := b.runSteady(ctx, cfg.steady)
+		if err != nil {
+			return r, err
+		}
+		gitops, err := b.runGitOps(ctx, cfg.gitOpsSettle)
+		if err != nil {
+			return r, err
+		}
+		r.Steady, r.GitOps = &steady, &gitops
+	}
+	if r.Revert, err = b.runRevert(ctx); err != nil {
+		return r, err
+	}
+	if err := settle(); err != nil {
+		return r, err
+	}
+	if !withMany {
+		return r, nil
+	}
+	many, err := b.runMany(ctx)
+	if err != nil {
+		return r, err
+	}
+	manyRevert, err := b.runRevert(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.Many, r.ManyRevert = &many, &manyRevert
+	return r, settle()
+}
+
+// measureRollout replaces the fleet with StatefulSets of one pod each on the kwok nodes, and
+// measures a selector injection until every pod runs the new template, and its revert.
+func (e *env) measureRollout(ctx context.Context, cfg config) (*rolloutResult, error) {
+	b := e.bench
+	logf("rollout run: %d StatefulSets with one pod each", cfg.rollout)
+	if err := b.fleet.resize(ctx, 0); err != nil {
+		return nil, err
+	}
+	b.fleet.replicas = 1
+	b.fleet.size = 0
+	if err := b.fleet.resize(ctx, cfg.rollout); err != nil {
+		return nil, err
+	}
+	r := &rolloutResult{StatefulSets: cfg.rollout, Replicas: 1}
+	started, err := b.waitSettled(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.PodsRunningSeconds = started.Seconds()
+	if err := e.startManager(ctx, cfg.rollout, defaultSettings); err != nil {
+		return nil, err
+	}
+	if r.Inject, err = b.runSelector(ctx); err != nil {
+		return r, err
+	}
+	if r.Revert, err = b.runRevert(ctx); err != nil {
+		return r, err
+	}
+	settled, err := b.waitSettled(ctx)
+	r.RevertRolledOutSeconds = r.Revert.Seconds + settled.Seconds()
+	if err != nil {
+		return r, err
+	}
+	r.Memory, err = e.stopManager()
+	return r, err
+}
+
+// backgroundNamespaces hold the background objects.
+const backgroundNamespaces = 20
+
+// createBackground creates the objects a busy cluster holds besides the fleet, scaled by
+// cfg.background, and waits until kwok runs the pods.
+func (e *env) createBackground(ctx context.Context, cfg config) (backgroundCounts, error) {
+	scale := func(n int) int { return int(math.Round(float64(n) * cfg.background)) }
+	bg := backgroundCounts{ConfigMaps: scale(20000), Secrets: scale(5000), Pods: scale(10000)}
+	bg.BigConfigMaps = bg.ConfigMaps / 10
+	c := e.bench.admin
+	start := time.Now()
+	logf("creating %d ConfigMaps (%d of 100 KiB), %d Secrets, %d Pods", bg.ConfigMaps, bg.BigConfigMaps, bg.Secrets, bg.Pods)
+	err := forEach(ctx, bg.ConfigMaps, createWorkers, func(ctx context.Context, i int) error {
+		return c.Create(ctx, configMap(i, backgroundNamespaces, i%10 == 0))
+	})
+	if err == nil {
+		err = forEach(ctx, bg.Secrets, createWorkers, func(ctx context.Context, i int) error {
+			return c.Create(ctx, secret(i, backgroundNamespaces))
+		})
+	}
+	nodes := localcluster.DefaultNodes(cfg.nodes)
+	if err == nil {
+		err = forEach(ctx, bg.Pods, createWorkers, func(ctx context.Context, i int) error {
+			return c.Create(ctx, pod(i, backgroundNamespaces, nodes[i%len(nodes)].Name))
+		})
+	}
+	if err != nil {
+		return bg, fmt.Errorf("failed to create the background objects: %w", err)
+	}
+	_, err = waitFor(ctx, "kwok to run the background pods", cfg.timeout, func() (bool, string) {
+		list := &corev1.PodList{}
+		err := c.List(ctx, list, client.MatchingFields{"status.phase": "Pending"}, client.Limit(1))
+		if err != nil {
+			return false, err.Error()
+		}
+		left := len(list.Items)
+		if list.RemainingItemCount != nil {
+			left += int(*list.RemainingItemCount)
+		}
+		return left == 0, fmt.Sprintf("%d pods pending", left)
+	})
+	bg.CreateSeconds = time.Since(start).Seconds()
+	logf("background objects ready in %.0f s", bg.CreateSeconds)
+	return bg, err
+}
+
+// tuneControllerManager restarts kube-controller-manager with a higher client QPS and burst, as
+// docs/tuning.md recommends for large fleets.
+func (e *env) tuneControllerManager(ctx context.Context, qps int) error {
+	var kcm *localcluster.Process
+	for _, p := range e.cluster.Processes() {
+		if p.Name == "kube-controller-manager" && p.Alive() {
+			kcm = &p
+		}
+	}
+	if kcm == nil {
+		return errors.New("kube-controller-manager is not running")
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", kcm.PID))
+	if err != nil {
+		return err
+	}
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")[1:]
+	args = append(args, "--kube-api-qps="+strconv.Itoa(qps), "--kube-api-burst="+strconv.Itoa(2*qps))
+	logf("restarting kube-controller-manager with --kube-api-qps=%d --kube-api-burst=%d", qps, 2*qps)
+	if err := kcm.Stop(); err != nil {
+		return err
+	}
+	p, err := e.cluster.StartProcess("kube-controller-manager-tuned", filepath.Join(e.binDir, "kube-controller-manager"), args, nil)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(3 * time.Second):
+	}
+	if !p.Alive() {
+		return fmt.Errorf("kube-controller-manager exited; the end of %s:\n%s", p.Log, localcluster.Tail(p.Log, 20))
+	}
+	return nil
+}
+
+// memory is the manager's memory at the end of a measurement.
+type memory struct {
+	PeakRSSMiB float64 `json:"peakRSSMiB"`
+	RSSMiB     float64 `json:"rssMiB"`
+	HeapMiB    float64 `json:"heapInuseMiB"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+	Goroutines float64 `json:"goroutines"`
+}
+
+func readMemory(ctx context.Context, m *manager) (memory, error) {
+	var mem memory
+	s, err := m.scrape(ctx)
+	if err != nil {
+		return mem, err
+	}
+	p, err := readProcStats(m.proc.PID)
+	if err != nil {
+		return mem, err
+	}
+	mem.PeakRSSMiB, mem.RSSMiB, mem.CPUSeconds = p.PeakRSSMiB, p.RSSMiB, p.CPUSeconds
+	mem.HeapMiB = s.sum("go_memstats_heap_inuse_bytes", nil) / (1 << 20)
+	mem.Goroutines = s.sum("go_goroutines", nil)
+	return mem, nil
+}
+
+// loadAverage is /proc/loadavg's three load averages.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
