@@ -236,7 +236,7 @@ func (d *demo) startWithProbes(ctx context.Context, c *localcluster.Cluster, nam
 		if !p.Alive() {
 			return fmt.Errorf("%s exited; the end of %s:\n%s", name, p.Log, localcluster.Tail(p.Log, 15))
 		}
-		if ready(ctx, "http://"+addrs[1]+"/readyz") {
+		if localcluster.HTTPOK(ctx, http.DefaultClient, "http://"+addrs[1]+"/readyz") {
 			return nil
 		}
 		select {
@@ -245,19 +245,6 @@ func (d *demo) startWithProbes(ctx context.Context, c *localcluster.Cluster, nam
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-func ready(ctx context.Context, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // build builds what is missing: the Kubernetes binaries once (minutes), the manager and the node

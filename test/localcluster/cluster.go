@@ -188,7 +188,7 @@ func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
 		return "", err
 	}
 	err = c.waitFor(ctx, p, "etcd to be healthy", func(ctx context.Context) (bool, error) {
-		return httpOK(ctx, http.DefaultClient, clientURL+"/health"), nil
+		return HTTPOK(ctx, http.DefaultClient, clientURL+"/health"), nil
 	})
 	return clientURL, err
 }
@@ -258,7 +258,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 		return err
 	}
 	return c.waitFor(ctx, p, "kube-apiserver to be ready", func(ctx context.Context) (bool, error) {
-		return httpOK(ctx, httpClient, host+"/readyz"), nil
+		return HTTPOK(ctx, httpClient, host+"/readyz"), nil
 	})
 }
 
@@ -496,7 +496,9 @@ func FreeAddresses(n int) ([]string, error) {
 	return addrs, nil
 }
 
-func httpOK(ctx context.Context, client *http.Client, url string) bool {
+// HTTPOK reports whether a GET of url through client answers 200 within 2 seconds: the readiness
+// check of the control plane's components, and of programs started beside them.
+func HTTPOK(ctx context.Context, client *http.Client, url string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)

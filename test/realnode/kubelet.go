@@ -3,14 +3,12 @@ package realnode
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,7 +59,7 @@ func (n *Node) startKubelet(ctx context.Context) error {
 	}
 	healthz := "http://127.0.0.1:" + strconv.Itoa(kp.healthz) + "/healthz"
 	return n.poll(ctx, "the kubelet to be healthy", func(ctx context.Context) bool {
-		return httpOK(ctx, healthz)
+		return localcluster.HTTPOK(ctx, http.DefaultClient, healthz)
 	})
 }
 
@@ -112,22 +110,6 @@ func freePorts(n int) ([]int, error) {
 		}
 	}
 	return ports, nil
-}
-
-func httpOK(ctx context.Context, url string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	defer func() { _ = resp.Body.Close() }()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode == http.StatusOK
 }
 
 // defaultKubeletRoot is where a kubelet keeps its pods by default, and where manifests that mount

@@ -64,7 +64,7 @@ func startManager(ctx context.Context, c *localcluster.Cluster, bin, name string
 	}
 	m := &manager{proc: p, metricsAddr: addrs[0], settings: settings}
 	deadline := time.Now().Add(2 * time.Minute)
-	for !httpGetOK(ctx, "http://"+addrs[1]+"/readyz") {
+	for !localcluster.HTTPOK(ctx, http.DefaultClient, "http://"+addrs[1]+"/readyz") {
 		if !p.Alive() || time.Now().After(deadline) {
 			_ = p.Stop()
 			return nil, fmt.Errorf("manager did not become ready; the end of %s:\n%s", p.Log, localcluster.Tail(p.Log, 20))
@@ -135,19 +135,4 @@ func readProcStats(pid int) (procStats, error) {
 		s.CPUSeconds = (ut + st) / clockTicks
 	}
 	return s, sc.Err()
-}
-
-func httpGetOK(ctx context.Context, url string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
