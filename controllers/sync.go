@@ -124,11 +124,8 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 	if err := r.write(ctx, sts, desired, observed, pending); err != nil {
 		return nil, err
 	}
-	live := &appsv1.StatefulSet{}
-	if err := r.reader().Get(ctx, key, live); err != nil {
-		return nil, fmt.Errorf("failed to get StatefulSet %s/%s after writing it: %w", sts.Namespace, sts.Name, err)
-	}
-	r.written.record(key, live.Generation)
+	// write leaves sts.Generation at what the last write's response said.
+	r.written.record(key, sts.Generation)
 	g := r.guards.update(key, svs, func(g writeGuard) writeGuard { return rule.afterWrite(g, now, len(restored) > 0) })
 	if len(restored) > 0 {
 		restoresTotal.WithLabelValues(sts.Namespace).Inc()
@@ -274,7 +271,7 @@ func claim(claims map[string]string, sv *v1alpha1.ScratchVolume, plan *inject.Pl
 
 // write applies the entries and patches the containers. Adding, the state annotations go first, so a
 // failed patch never leaves flags nobody recorded; removing, the patch goes first, so a failed apply
-// never forgets flags still there.
+// never forgets flags still there. sts.Generation ends at the generation the last write gave it.
 func (r *ScratchVolumeReconciler) write(ctx context.Context, sts *appsv1.StatefulSet, desired, observed inject.Entries, pending []inject.ContainerChange) error {
 	removing := false
 	for k := range observed.Annotations {
@@ -331,6 +328,10 @@ func (r *ScratchVolumeReconciler) apply(ctx context.Context, sts *appsv1.Statefu
 	}
 	if err := r.Apply(ctx, ac, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
 		return fmt.Errorf("failed to apply to StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
+	}
+	if ac.Generation != nil {
+		// The response's generation: the one the cache must reach before the next decision.
+		sts.Generation = *ac.Generation
 	}
 	statefulSetWrites.WithLabelValues(changeKind(desired, observed)).Inc()
 	log.FromContext(ctx).Info("Applied StatefulSet entries", "statefulset", client.ObjectKeyFromObject(sts),
