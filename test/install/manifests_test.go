@@ -5,12 +5,7 @@
 package install_test
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dbtune/scratch-operator/test/testenv"
@@ -59,37 +53,11 @@ func kustomize(t testing.TB, dir string) []*unstructured.Unstructured {
 		}
 		testenv.SkipOrFail(t, "kubectl not found in $%s (%q): run `make k8s-binaries`", testenv.AssetsEnv, os.Getenv(testenv.AssetsEnv))
 	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(kubectl, "kustomize", repoPath(t, "config", dir))
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	objs, err := testenv.Kustomize(kubectl, repoPath(t), dir)
 	if err != nil {
-		t.Fatalf("kubectl kustomize config/%s: %v\n%s", dir, err, stderr.String())
-	}
-	objs, err := decodeAll(out)
-	if err != nil {
-		t.Fatalf("config/%s: %v", dir, err)
+		t.Fatal(err)
 	}
 	return objs
-}
-
-// decodeAll splits a multi-document YAML stream into objects.
-func decodeAll(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("failed to decode the manifests: %w", err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
 }
 
 // find returns the object of a kind and name, failing the test when it is missing.

@@ -8,14 +8,11 @@
 package security_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -201,30 +197,9 @@ func (c *cluster) waitEstablished(ctx context.Context, name string) error {
 	return nil
 }
 
-// kustomize builds a kustomization under config/ with the kubectl `kubectl apply -k` would run.
+// kustomize builds config/<dir> with the cluster's kubectl.
 func (c *cluster) kustomize(dir string) ([]*unstructured.Unstructured, error) {
-	var stderr bytes.Buffer
-	cmd := exec.Command(filepath.Join(c.binDir, "kubectl"), "kustomize", filepath.Join(c.root, "config", dir))
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("kubectl kustomize config/%s: %w\n%s", dir, err, stderr.String())
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("config/%s: %w", dir, err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
+	return testenv.Kustomize(filepath.Join(c.binDir, "kubectl"), c.root, dir)
 }
 
 // require returns the running cluster, or skips t (fails it in strict mode) when it could not
