@@ -16,6 +16,10 @@ const (
 	// ScratchVolume or another controller owns (an owning operator, a writer that keeps removing
 	// the entries); the StatefulSet is then left untouched.
 	ConditionConflict = "Conflict"
+	// ConditionCapacity is True when the pods' RAM volumes have room to spare (reason Sufficient),
+	// False when one came close to full or filled up (NearFull, Full), Unknown before a node agent
+	// has observed any (NotObserved). It does not count towards Ready.
+	ConditionCapacity = "Capacity"
 )
 
 // Condition types of a NodeIOProfile.

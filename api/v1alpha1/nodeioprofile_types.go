@@ -374,6 +374,74 @@ type NodeIOProfileStatus struct {
 	// +listType=map
 	// +listMapKey=device
 	ReadAhead []DeviceReadAheadStatus `json:"readAhead,omitempty"`
+
+	// ScratchVolumes is how full the RAM scratch volumes of the pods on this node have been, as
+	// the agent samples them (about once a second). The agent writes it when a figure changes, at
+	// most every 10 seconds, and at once when a volume fills up; the operator sums it up in each
+	// ScratchVolume's status.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=namespace
+	// +listMapKey=pod
+	// +listMapKey=scratchVolume
+	// +kubebuilder:validation:MaxItems=1024
+	ScratchVolumes []ScratchVolumeUsage `json:"scratchVolumes,omitempty"`
+}
+
+// ScratchVolumeUsage is what the node agent observed of one pod's RAM scratch volume.
+type ScratchVolumeUsage struct {
+	// Namespace of the pod and of the ScratchVolume.
+	//
+	// +required
+	Namespace string `json:"namespace"`
+
+	// Pod is the pod's name.
+	//
+	// +required
+	Pod string `json:"pod"`
+
+	// ScratchVolume is the name of the ScratchVolume that injected the volume.
+	//
+	// +required
+	ScratchVolume string `json:"scratchVolume"`
+
+	// SampledSince is when the agent first sampled this pod's volume: the pod's start, unless the
+	// agent restarted after it. The peaks and counts below cover the time since.
+	//
+	// +required
+	SampledSince metav1.Time `json:"sampledSince"`
+
+	// SizeBytes is the tmpfs size (the emptyDir's sizeLimit, as the kubelet mounted it).
+	//
+	// +optional
+	SizeBytes int64 `json:"sizeBytes,omitempty"`
+
+	// PeakBytes is the most used since SampledSince.
+	//
+	// +optional
+	PeakBytes int64 `json:"peakBytes,omitempty"`
+
+	// WindowPeakBytes is the most used over the agent's sliding window (an hour by default).
+	//
+	// +optional
+	WindowPeakBytes int64 `json:"windowPeakBytes,omitempty"`
+
+	// FullEpisodes counts the times since SampledSince the volume was found full (less than 1% of
+	// its size free) after a sample that was not.
+	//
+	// +optional
+	FullEpisodes int64 `json:"fullEpisodes,omitempty"`
+
+	// Full tells whether the last sample found the volume full.
+	//
+	// +optional
+	Full bool `json:"full,omitempty"`
+
+	// LastFullTime is when the volume was last found full.
+	//
+	// +optional
+	LastFullTime *metav1.Time `json:"lastFullTime,omitempty"`
 }
 
 // NodeIOProfile is one node's measured tmpfs and disk performance and its read-ahead state. The node

@@ -81,6 +81,22 @@ const (
 	ReasonNoSessionTempTablespaces = "NoSessionTempTablespaces"
 )
 
+// Reasons of a ScratchVolume's Capacity condition, from the node agents' observations of the
+// pods' RAM volumes.
+const (
+	// ReasonCapacitySufficient: no pod's volume was found full, and none came within
+	// NearFullPercent of its size over the agents' window.
+	ReasonCapacitySufficient = "Sufficient"
+	// ReasonCapacityNearFull: a pod's volume reached NearFullPercent of its size over the window.
+	ReasonCapacityNearFull = "NearFull"
+	// ReasonCapacityFull: a pod's volume was found full within the window: a write on it failed
+	// with "No space left on device", or was about to.
+	ReasonCapacityFull = "Full"
+	// ReasonCapacityNotObserved: no node agent has sampled a pod of the targets yet (no pod runs
+	// the injected template, or no agent runs on its node).
+	ReasonCapacityNotObserved = "NotObserved"
+)
+
 // Reasons of a NodeIOProfile's Probed and Degraded conditions. Probed says whether the figures in
 // the status are fresh; Degraded says what went wrong, with the same reason as Probed when
 // nothing could be measured.

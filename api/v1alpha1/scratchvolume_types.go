@@ -456,6 +456,80 @@ type ScratchTargetStatus struct {
 	//
 	// +optional
 	WriteWar *WriteWar `json:"writeWar,omitempty"`
+
+	// Usage sums up how full the RAM volumes of this StatefulSet's pods have been, as the node
+	// agents observed them.
+	//
+	// +optional
+	Usage *ScratchUsage `json:"usage,omitempty"`
+}
+
+// ScratchUsage sums up the node agents' observations of the RAM volumes of some pods. Each pod's
+// figures cover the time since its agent first sampled it (the pod's start, unless the agent
+// restarted since); a deleted pod's figures go with it.
+type ScratchUsage struct {
+	// Pods is how many pods' volumes were observed.
+	//
+	// +optional
+	Pods int32 `json:"pods,omitempty"`
+
+	// PeakBytes is the highest use of any one pod's volume.
+	//
+	// +optional
+	PeakBytes int64 `json:"peakBytes,omitempty"`
+
+	// PeakPercent is PeakBytes as a percentage of the volume's size, rounded up.
+	//
+	// +optional
+	PeakPercent int32 `json:"peakPercent,omitempty"`
+
+	// WindowPeakBytes is the highest use of any one pod's volume over the agents' sliding window
+	// (an hour by default).
+	//
+	// +optional
+	WindowPeakBytes int64 `json:"windowPeakBytes,omitempty"`
+
+	// FullPods is how many of the pods had their volume found full (less than 1% free) at least
+	// once: a write there failed with "No space left on device", or was about to.
+	//
+	// +optional
+	FullPods int32 `json:"fullPods,omitempty"`
+
+	// FullEpisodes is how many times, over all pods, a volume was found full after a sample that
+	// was not.
+	//
+	// +optional
+	FullEpisodes int64 `json:"fullEpisodes,omitempty"`
+
+	// LastFullTime is when a volume was last found full.
+	//
+	// +optional
+	LastFullTime *metav1.Time `json:"lastFullTime,omitempty"`
+
+	// ObservedSince is the earliest time the figures cover.
+	//
+	// +optional
+	ObservedSince *metav1.Time `json:"observedSince,omitempty"`
+}
+
+// FullPod remembers how many full episodes of one pod's volume the controller has already
+// announced with an Event, so that each episode is announced once, across manager restarts.
+type FullPod struct {
+	// Pod is the pod's name.
+	//
+	// +required
+	Pod string `json:"pod"`
+
+	// SampledSince is the agent's SampledSince for the pod when the episodes were counted; another
+	// value means a new pod or a restarted agent, whose count starts again.
+	//
+	// +required
+	SampledSince metav1.Time `json:"sampledSince"`
+
+	// Episodes is the agent's FullEpisodes count already announced.
+	//
+	// +required
+	Episodes int64 `json:"episodes"`
 }
 
 // WriteWar records a fight over a StatefulSet's pod template: another field manager removed the
@@ -571,7 +645,7 @@ type ScratchVolumeStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, TargetFound, MemoryBudget, Injected, RolledOut and Conflict.
+	// Conditions: Ready, TargetFound, MemoryBudget, Injected, RolledOut, Conflict and Capacity.
 	//
 	// +optional
 	// +listType=map
@@ -594,6 +668,29 @@ type ScratchVolumeStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Targets []ScratchTargetStatus `json:"targets,omitempty"`
+
+	// Usage sums up how full the RAM volumes of all targets' pods have been, as the node agents
+	// observed them. Absent until an agent has sampled a pod.
+	//
+	// +optional
+	Usage *ScratchUsage `json:"usage,omitempty"`
+
+	// RecommendedSize is the size the observed peaks call for: the 99th percentile of the pods'
+	// peaks with a quarter more as margin, at least twice the current size when a volume was found
+	// full (its peak was capped by the size), rounded up to a tidy quantity within the bounds of
+	// spec.size. The Capacity condition says what it rests on and the memory it would free or
+	// need. Applying it is up to whoever owns spec.size.
+	//
+	// +optional
+	RecommendedSize *resource.Quantity `json:"recommendedSize,omitempty"`
+
+	// FullPods are the pods whose full volumes the controller has announced with an Event.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=pod
+	// +kubebuilder:validation:MaxItems=1024
+	FullPods []FullPod `json:"fullPods,omitempty"`
 }
 
 // ScratchVolume gives the selected StatefulSets a RAM-backed (medium: Memory) scratch volume and,
@@ -606,6 +703,9 @@ type ScratchVolumeStatus struct {
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name of a ScratchVolume must be at most 63 characters: it names an annotation on the pod template"
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.name`,description="StatefulSet name (empty when a selector is used)"
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.spec.size`
+// +kubebuilder:printcolumn:name="Peak-%",type=integer,JSONPath=`.status.usage.peakPercent`,description="Highest use of a pod's RAM volume, in percent of the size"
+// +kubebuilder:printcolumn:name="Recommended",type=string,JSONPath=`.status.recommendedSize`,description="Size the observed peaks call for"
+// +kubebuilder:printcolumn:name="Capacity",type=string,JSONPath=`.status.conditions[?(@.type=="Capacity")].reason`,description="Sufficient, NearFull, Full or NotObserved"
 // +kubebuilder:printcolumn:name="Purpose",type=string,JSONPath=`.spec.purpose`
 // +kubebuilder:printcolumn:name="Injected",type=integer,JSONPath=`.status.injectedTargets`,description="StatefulSets carrying the volume"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

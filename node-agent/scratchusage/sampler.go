@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/dbtune/scratch-operator/node-agent/nodeprofile"
 )
 
 // Defaults of a Config field left at its zero value.
@@ -43,6 +45,9 @@ type Config struct {
 	// FullBelow is the fraction of a volume's size under which its free space counts as full
 	// (default 0.01); a volume with nothing free is always full.
 	FullBelow float64
+	// ReportInterval is the shortest time between two writes of the figures to the node's
+	// NodeIOProfile (default 10s); a volume that fills up is reported at once.
+	ReportInterval time.Duration
 	// FS reads the volumes; nil means HostFS.
 	FS FS
 	// Registerer receives the metrics; nil means controller-runtime's metrics.Registry.
@@ -58,6 +63,7 @@ func (cfg Config) complete() (Config, error) {
 	cfg.Interval = cmp.Or(cfg.Interval, DefaultInterval)
 	cfg.Window = cmp.Or(cfg.Window, DefaultWindow)
 	cfg.FullBelow = cmp.Or(cfg.FullBelow, DefaultFullBelow)
+	cfg.ReportInterval = cmp.Or(cfg.ReportInterval, DefaultReportInterval)
 	if cfg.FS == nil {
 		cfg.FS = HostFS
 	}
@@ -79,6 +85,9 @@ func (cfg Config) complete() (Config, error) {
 	}
 	if cfg.Window < time.Minute || cfg.Window < cfg.Interval {
 		errs = append(errs, fmt.Errorf("the peak window must be at least 1m and one interval, got %s", cfg.Window))
+	}
+	if cfg.ReportInterval < time.Second {
+		errs = append(errs, fmt.Errorf("the report interval must be at least 1s, got %s", cfg.ReportInterval))
 	}
 	if cfg.FullBelow < 0 || cfg.FullBelow >= 1 {
 		errs = append(errs, fmt.Errorf("the full threshold must be a fraction of the size in [0, 1), got %g", cfg.FullBelow))
@@ -102,6 +111,11 @@ type Sampler struct {
 	// unusable remembers the volumes whose last sample failed, so that a failure is logged when
 	// it starts, not every second.
 	unusable map[key]bool
+	// publisher writes the figures to the node's NodeIOProfile; nil when only metrics are wanted.
+	publisher *publisher
+	// publishFailing is set while writes to the NodeIOProfile fail, so that a failure is logged
+	// when it starts.
+	publishFailing bool
 }
 
 type tracked struct {
@@ -119,12 +133,18 @@ func NewSampler(cfg Config, pods client.Reader, log logr.Logger) (*Sampler, erro
 	return &Sampler{cfg: cfg, pods: pods, log: log, tracks: map[key]*tracked{}, unusable: map[key]bool{}}, nil
 }
 
-// Setup adds the sampler of cfg.NodeName to mgr and registers its metrics. mgr's cache should be
-// restricted with RestrictCache.
+// Setup adds the sampler of cfg.NodeName to mgr, registers its metrics and has it write the
+// figures to the node's NodeIOProfile. mgr's cache should be restricted with RestrictCache and
+// nodeprofile.CacheOptions.
 func Setup(mgr manager.Manager, cfg Config) error {
-	s, err := NewSampler(cfg, mgr.GetClient(), mgr.GetLogger().WithName("scratch-usage").WithValues("node", cfg.NodeName))
+	log := mgr.GetLogger().WithName("scratch-usage").WithValues("node", cfg.NodeName)
+	s, err := NewSampler(cfg, mgr.GetClient(), log)
 	if err != nil {
 		return err
+	}
+	s.publisher = &publisher{
+		profile:  nodeprofile.NewWriter(mgr.GetClient(), mgr.GetClient(), s.cfg.NodeName, FieldManager, log),
+		interval: s.cfg.ReportInterval,
 	}
 	if err := s.cfg.Registerer.Register(s.Collector()); err != nil {
 		return fmt.Errorf("failed to register the scratch volume metrics: %w", err)
@@ -149,6 +169,8 @@ func (s *Sampler) Start(ctx context.Context) error {
 	for {
 		if err := s.SampleOnce(ctx); err != nil {
 			s.log.Error(err, "Failed to list the node's Pods")
+		} else {
+			s.publish(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -174,6 +196,22 @@ func (s *Sampler) SampleOnce(ctx context.Context) error {
 	}
 	s.record(vols, samples, s.cfg.Now())
 	return nil
+}
+
+// publish writes the figures to the NodeIOProfile, logging a failure when it starts; the next
+// round tries again.
+func (s *Sampler) publish(ctx context.Context) {
+	if s.publisher == nil {
+		return
+	}
+	err := s.publisher.publish(ctx, s.Snapshot(), s.cfg.Now())
+	if err != nil && !s.publishFailing {
+		s.log.Error(err, "Failed to write the scratch volumes' figures to the NodeIOProfile; retrying every sample")
+	}
+	if err == nil && s.publishFailing {
+		s.log.Info("Wrote the scratch volumes' figures to the NodeIOProfile again")
+	}
+	s.publishFailing = err != nil
 }
 
 // sample reads one volume, logging a failure when it starts. A missing directory is not a

@@ -20,6 +20,9 @@ type Stats struct {
 	FullTotal uint64
 	// Full tells whether the last sample found the volume full.
 	Full bool
+	// Since is when the agent first sampled the volume; LastFull when a sample last found it full
+	// (zero if never).
+	Since, LastFull time.Time
 }
 
 // tracker accumulates the samples of one volume.
@@ -36,6 +39,9 @@ func newTracker(window time.Duration) *tracker {
 // the free space counts as full.
 func (t *tracker) observe(u Usage, now time.Time, fullBelow float64) {
 	s := &t.stats
+	if s.Since.IsZero() {
+		s.Since = now
+	}
 	s.UsedBytes, s.SizeBytes = u.UsedBytes, u.SizeBytes
 	s.PeakBytes = max(s.PeakBytes, u.UsedBytes)
 	t.window.add(now, u.UsedBytes)
@@ -43,6 +49,9 @@ func (t *tracker) observe(u Usage, now time.Time, fullBelow float64) {
 	full := isFull(u, fullBelow)
 	if full && !s.Full {
 		s.FullTotal++
+	}
+	if full {
+		s.LastFull = now
 	}
 	s.Full = full
 }

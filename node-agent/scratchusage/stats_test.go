@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestTrackerFollowsSamples(t *testing.T) {
@@ -31,9 +32,15 @@ func TestTrackerFollowsSamples(t *testing.T) {
 	tr := newTracker(time.Hour)
 	for _, s := range steps {
 		tr.observe(sample(s.used), start.Add(s.at), DefaultFullBelow)
-		if diff := cmp.Diff(s.want, tr.stats); diff != "" {
+		if diff := cmp.Diff(s.want, tr.stats, cmpopts.IgnoreFields(Stats{}, "Since", "LastFull")); diff != "" {
 			t.Fatalf("after %d MiB at +%s (-want +got):\n%s", s.used, s.at, diff)
 		}
+	}
+	if got := tr.stats.Since; !got.Equal(start) {
+		t.Errorf("Since = %s, want the first sample's time %s", got, start)
+	}
+	if got, want := tr.stats.LastFull, start.Add(5*time.Second); !got.Equal(want) {
+		t.Errorf("LastFull = %s, want the last full sample's time %s", got, want)
 	}
 }
 

@@ -89,6 +89,9 @@ func checkScratchUsage(c *scratchusage.Config) error {
 	if c.Window <= 0 {
 		errs = append(errs, fmt.Errorf("--scratch-peak-window must be positive, got %s", c.Window))
 	}
+	if c.ReportInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--scratch-report-interval must be positive, got %s", c.ReportInterval))
+	}
 	if c.KubeletRoot == "" {
 		errs = append(errs, errors.New("--kubelet-root must not be empty"))
 	}
@@ -128,6 +131,8 @@ func scratchUsageFlags(fs *flag.FlagSet, c *scratchusage.Config) {
 		"where the kubelet's root directory is visible; its pods/ subdirectory must be mounted with HostToContainer propagation (read-only is enough)")
 	fs.DurationVar(&c.Interval, "scratch-sample-interval", scratchusage.DefaultInterval, "time between two samples of the pods' RAM scratch volumes (one statfs per volume)")
 	fs.DurationVar(&c.Window, "scratch-peak-window", scratchusage.DefaultWindow, "span of the sliding-window peak of dbtune_scratch_volume_peak_bytes")
+	fs.DurationVar(&c.ReportInterval, "scratch-report-interval", scratchusage.DefaultReportInterval,
+		"shortest time between two writes of the volumes' figures to the node's NodeIOProfile (a volume that fills up is written at once)")
 }
 
 // probeFlags are the bounds of a run an operator may want to change on a DaemonSet; the rest keep
