@@ -117,7 +117,7 @@ demo-down: ## Stop everything make demo started and undo its changes to this mac
 ##@ Benchmarks
 
 .PHONY: bench
-bench: bench-mariadb bench-probe ## Run every benchmark (as root); JSON and PNG results under bin/bench/.
+bench: bench-mariadb bench-probe bench-scratch-usage ## Run every benchmark (as root); JSON and PNG results under bin/bench/.
 
 .PHONY: bench-mariadb
 bench-mariadb: ## MariaDB with tmpdir on tmpfs vs on disk, side by side (as root; needs mariadb-server, sysbench).
@@ -128,6 +128,10 @@ bench-mariadb: ## MariaDB with tmpdir on tmpfs vs on disk, side by side (as root
 .PHONY: bench-probe
 bench-probe: ## The node agent's probes against fio, dd and hdparm, and the agent's own CPU and memory (as root; needs fio, hdparm).
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$($(K8S_BINARIES) --print-dir)}" go run ./test/bench/probe --out bin/bench/probe --runs 5
+
+.PHONY: bench-scratch-usage
+bench-scratch-usage: ## The node agent's sampling of 1 to 300 RAM volumes on a node: CPU, heap and scrape cost (as root; under a minute).
+	go run ./test/bench/scratchusage -out bin/bench/scratchusage -runs 5
 
 # Needs the local control plane (make k8s-binaries-all), not root. BENCH_SCALE_FLAGS narrows a quick
 # run, for example -n 100,500 -runs 1 -background 0.1 -compare-at 0; go run ./test/bench/scale -h
