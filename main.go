@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -27,10 +28,15 @@ var version = "dev"
 
 type options struct {
 	metricsAddr, probeAddr string
-	leaderElect            bool
-	leaderElectionNS       string
-	namespaces             string
-	concurrency            int
+	// pprofAddr serves net/http/pprof, off when empty: profiles show where a large fleet's
+	// memory goes (docs/tuning.md).
+	pprofAddr        string
+	leaderElect      bool
+	leaderElectionNS string
+	namespaces       string
+	concurrency      int
+	// syncPeriod is how often the informers resync; 0 keeps controller-runtime's default.
+	syncPeriod time.Duration
 	// qps and burst bound the manager's requests to the API server on the client side; qps 0
 	// leaves them to the server's API Priority and Fairness (see docs/tuning.md).
 	qps         float64
@@ -40,15 +46,7 @@ type options struct {
 
 func main() {
 	opts := options{}
-	flag.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
-	flag.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
-	flag.BoolVar(&opts.leaderElect, "leader-elect", false, "Elect a leader so that only one of several replicas reconciles.")
-	flag.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
-	flag.StringVar(&opts.namespaces, "namespaces", "", "Comma-separated namespaces to watch; empty watches all.")
-	flag.IntVar(&opts.concurrency, "max-concurrent-reconciles", 4, "ScratchVolumes reconciled in parallel.")
-	flag.Float64Var(&opts.qps, "kube-api-qps", 0, "Client-side limit of the manager's requests per second to the API server; 0 sets none and leaves queuing to the server's API Priority and Fairness.")
-	flag.IntVar(&opts.burst, "kube-api-burst", 0, "Requests the manager may send at once above --kube-api-qps; 0 means twice the QPS. Ignored when --kube-api-qps is 0.")
-	flag.BoolVar(&opts.showVersion, "version", false, "Print the version and exit.")
+	bindFlags(flag.CommandLine, &opts)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -63,9 +61,27 @@ func main() {
 	}
 }
 
+// bindFlags registers the manager's flags on fs, to set opts.
+func bindFlags(fs *flag.FlagSet, opts *options) {
+	fs.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&opts.pprofAddr, "pprof-bind-address", "", "Address of the net/http/pprof endpoints (/debug/pprof/); empty disables them.")
+	fs.BoolVar(&opts.leaderElect, "leader-elect", false, "Elect a leader so that only one of several replicas reconciles.")
+	fs.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
+	fs.StringVar(&opts.namespaces, "namespaces", "", "Comma-separated namespaces to watch; empty watches all.")
+	fs.IntVar(&opts.concurrency, "max-concurrent-reconciles", 4, "ScratchVolumes reconciled in parallel.")
+	fs.DurationVar(&opts.syncPeriod, "sync-period", 0, "How often every cached object is handed to the controllers again; 0 keeps controller-runtime's default (10h).")
+	fs.Float64Var(&opts.qps, "kube-api-qps", 0, "Client-side limit of the manager's requests per second to the API server; 0 sets none and leaves queuing to the server's API Priority and Fairness.")
+	fs.IntVar(&opts.burst, "kube-api-burst", 0, "Requests the manager may send at once above --kube-api-qps; 0 means twice the QPS. Ignored when --kube-api-qps is 0.")
+	fs.BoolVar(&opts.showVersion, "version", false, "Print the version and exit.")
+}
+
 func run(ctx context.Context, opts options) error {
 	if opts.concurrency < 1 {
 		return fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", opts.concurrency)
+	}
+	if opts.syncPeriod < 0 {
+		return fmt.Errorf("--sync-period must not be negative, got %s", opts.syncPeriod)
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -81,15 +97,7 @@ func run(ctx context.Context, opts options) error {
 	if err := setRateLimit(cfg, opts.qps, opts.burst); err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
-		HealthProbeBindAddress:  opts.probeAddr,
-		LeaderElection:          opts.leaderElect,
-		LeaderElectionID:        "scratch-operator.dbtune.io",
-		LeaderElectionNamespace: opts.leaderElectionNS,
-		Cache:                   controllers.CacheOptions(splitList(opts.namespaces)),
-	})
+	mgr, err := ctrl.NewManager(cfg, managerOptions(scheme, opts))
 	if err != nil {
 		return fmt.Errorf("failed to create the manager: %w", err)
 	}
@@ -113,6 +121,24 @@ func run(ctx context.Context, opts options) error {
 	}
 	ctrl.Log.Info("Starting manager", "version", version, "namespaces", opts.namespaces)
 	return mgr.Start(ctx)
+}
+
+// managerOptions are the manager's options as the flags set them.
+func managerOptions(scheme *runtime.Scheme, opts options) ctrl.Options {
+	o := ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress:  opts.probeAddr,
+		PprofBindAddress:        opts.pprofAddr,
+		LeaderElection:          opts.leaderElect,
+		LeaderElectionID:        "scratch-operator.dbtune.io",
+		LeaderElectionNamespace: opts.leaderElectionNS,
+		Cache:                   controllers.CacheOptions(splitList(opts.namespaces)),
+	}
+	if opts.syncPeriod > 0 {
+		o.Cache.SyncPeriod = &opts.syncPeriod
+	}
+	return o
 }
 
 // setRateLimit applies --kube-api-qps and --kube-api-burst to the client configuration.

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"flag"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 )
 
@@ -31,6 +34,40 @@ func TestSetRateLimit(t *testing.T) {
 			}
 			if !tc.wantErr && (cfg.QPS != tc.wantQPS || cfg.Burst != tc.wantBurst) {
 				t.Errorf("setRateLimit(%g, %d) = qps %g, burst %d; want %g, %d", tc.qps, tc.burst, cfg.QPS, cfg.Burst, tc.wantQPS, tc.wantBurst)
+			}
+		})
+	}
+}
+
+// The profiling endpoint and the resync period reach the manager only when asked for.
+func TestManagerOptionsFromFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		wantPprof  string
+		wantResync time.Duration // 0: controller-runtime's default
+	}{
+		{name: "defaults: no profiles, default resync"},
+		{name: "profiles served where asked", args: []string{"--pprof-bind-address=127.0.0.1:6060"}, wantPprof: "127.0.0.1:6060"},
+		{name: "resync period", args: []string{"--sync-period=3m"}, wantResync: 3 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+			opts := options{}
+			bindFlags(fs, &opts)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatalf("Parse(%q): %v", tc.args, err)
+			}
+			o := managerOptions(runtime.NewScheme(), opts)
+			if o.PprofBindAddress != tc.wantPprof {
+				t.Errorf("PprofBindAddress with %q = %q, want %q", tc.args, o.PprofBindAddress, tc.wantPprof)
+			}
+			var resync time.Duration
+			if o.Cache.SyncPeriod != nil {
+				resync = *o.Cache.SyncPeriod
+			}
+			if resync != tc.wantResync {
+				t.Errorf("Cache.SyncPeriod with %q = %s, want %s", tc.args, resync, tc.wantResync)
 			}
 		})
 	}

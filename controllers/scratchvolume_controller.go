@@ -170,7 +170,8 @@ func (r *ScratchVolumeReconciler) ensureFinalizer(ctx context.Context, sv *v1alp
 // sv's entries from it (sv no longer selects it, or sv is being deleted).
 func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha1.ScratchVolume, keep []appsv1.StatefulSet) error {
 	injected := &appsv1.StatefulSetList{}
-	if err := r.List(ctx, injected, client.InNamespace(sv.Namespace), client.MatchingFields{indexInjectedBy: sv.Name}); err != nil {
+	// The cache's own objects, as in targets: syncStatefulSet copies the one it writes.
+	if err := r.List(ctx, injected, client.InNamespace(sv.Namespace), client.MatchingFields{indexInjectedBy: sv.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("failed to list StatefulSets injected by ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
 	}
 	kept := map[string]bool{}

@@ -143,7 +143,7 @@ func (rep *report) injected(sts *appsv1.StatefulSet, plan *inject.Plan, ts *v1al
 			rep.notes = append(rep.notes, f)
 		}
 	}
-	if reason, msg, done := rollout(sts, plan.Hash); !done {
+	if reason, msg, done := rollout(sts, plan.Hash, rep.rolledOutBefore(sts.Name, plan.Hash)); !done {
 		rep.rollout = append(rep.rollout, finding{sts.Name, reason, msg})
 	}
 }
@@ -187,12 +187,16 @@ func replicas(sts *appsv1.StatefulSet) int32 {
 }
 
 // rollout tells whether every pod of sts runs the template carrying hash, honoring the
-// StatefulSet's own update strategy.
-func rollout(sts *appsv1.StatefulSet, hash string) (reason, message string, done bool) {
+// StatefulSet's own update strategy. settled says the last status had sts rolled out with hash.
+func rollout(sts *appsv1.StatefulSet, hash string, settled bool) (reason, message string, done bool) {
 	want := replicas(sts)
 	switch {
 	case !hasHash(sts, hash):
 		return v1alpha1.ReasonRollingOut, "the pod template was just updated; the StatefulSet controller has not picked it up yet", false
+	case settled && sts.Status.CurrentRevision == sts.Status.UpdateRevision:
+		// No rollout began since: a scale or a label bumps the generation, and new pods come
+		// from the revision every pod already runs, so neither makes the injection roll out again.
+		return v1alpha1.ReasonRolledOut, "", true
 	case sts.Status.ObservedGeneration < sts.Generation:
 		return v1alpha1.ReasonWaitingForController, fmt.Sprintf("the StatefulSet controller has not observed generation %d yet", sts.Generation), false
 	case sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && sts.Status.UpdatedReplicas < want:
@@ -406,7 +410,7 @@ func (r *ScratchVolumeReconciler) updateStatus(ctx context.Context, sv *v1alpha1
 		meta.SetStatusCondition(&status.Conditions, cond)
 	}
 	targetsInjected.WithLabelValues(sv.Namespace, sv.Name).Set(float64(status.InjectedTargets))
-	if equality.Semantic.DeepEqual(sv.Status, status) {
+	if equality.Semantic.DeepEqual(sv.Status, status) || onlyPodCountsMoved(sv.Status, status) {
 		return nil
 	}
 	r.warnOnNewProblems(sv, status)

@@ -121,6 +121,8 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 	if err := r.ensureConfigMaps(ctx, sts, outcomes); err != nil {
 		return nil, err
 	}
+	// sts may be the cache's own object (see targets); the write updates it from the responses.
+	*sts = *sts.DeepCopy()
 	if err := r.write(ctx, sts, desired, observed, pending); err != nil {
 		return nil, err
 	}

@@ -59,7 +59,9 @@ func setupIndexes(ctx context.Context, fi client.FieldIndexer) error {
 	return nil
 }
 
-// targets lists the StatefulSets sv selects now, sorted by name.
+// targets lists the StatefulSets sv selects now, sorted by name. They are the cache's own objects
+// (a selector can pick hundreds, and every reconcile would copy them all): syncStatefulSet copies
+// the one it writes.
 func (r *ScratchVolumeReconciler) targets(ctx context.Context, sv *v1alpha1.ScratchVolume) ([]appsv1.StatefulSet, error) {
 	if name := sv.Spec.Target.Name; name != "" {
 		sts := appsv1.StatefulSet{}
@@ -77,7 +79,7 @@ func (r *ScratchVolumeReconciler) targets(ctx context.Context, sv *v1alpha1.Scra
 		return nil, &invalidSelectorError{err: err}
 	}
 	list := &appsv1.StatefulSetList{}
-	if err := r.List(ctx, list, client.InNamespace(sv.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(sv.Namespace), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("failed to list StatefulSets in %s: %w", sv.Namespace, err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
@@ -97,14 +99,15 @@ func selects(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) bool {
 }
 
 // scratchVolumesFor lists the live ScratchVolumes that select sts, oldest first: the order that
-// decides conflicts.
+// decides conflicts. They are the cache's own objects, to read only: it runs for every target of
+// every reconcile and every StatefulSet event, and a selector's status lists all its targets.
 func (r *ScratchVolumeReconciler) scratchVolumesFor(ctx context.Context, sts *appsv1.StatefulSet) ([]v1alpha1.ScratchVolume, error) {
 	byName := &v1alpha1.ScratchVolumeList{}
-	if err := r.List(ctx, byName, client.InNamespace(sts.Namespace), client.MatchingFields{indexTargetName: sts.Name}); err != nil {
+	if err := r.List(ctx, byName, client.InNamespace(sts.Namespace), client.MatchingFields{indexTargetName: sts.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("failed to list ScratchVolumes for StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 	}
 	bySelector := &v1alpha1.ScratchVolumeList{}
-	if err := r.List(ctx, bySelector, client.InNamespace(sts.Namespace), client.MatchingFields{indexHasSelector: "true"}); err != nil {
+	if err := r.List(ctx, bySelector, client.InNamespace(sts.Namespace), client.MatchingFields{indexHasSelector: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("failed to list ScratchVolumes in %s: %w", sts.Namespace, err)
 	}
 	var out []v1alpha1.ScratchVolume

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,6 +78,17 @@ func (f *fleet) statefulSets(ctx context.Context) []appsv1.StatefulSet {
 		return nil
 	}
 	return list.Items
+}
+
+// keys names the fleet's StatefulSets, sorted.
+func (f *fleet) keys(ctx context.Context) []client.ObjectKey {
+	sets := f.statefulSets(ctx)
+	keys := make([]client.ObjectKey, len(sets))
+	for i := range sets {
+		keys[i] = client.ObjectKeyFromObject(&sets[i])
+	}
+	slices.SortFunc(keys, func(a, b client.ObjectKey) int { return strings.Compare(a.String(), b.String()) })
+	return keys
 }
 
 func (f *fleet) scratchVolumes(ctx context.Context) []v1alpha1.ScratchVolume {

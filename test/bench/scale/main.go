@@ -8,9 +8,11 @@
 //     server-side applies, same field manager, same concurrency and client-side limit);
 //   - convergence: one selector ScratchVolume per namespace until every StatefulSet carries the
 //     injection and every ScratchVolume is Ready; then one ScratchVolume per StatefulSet at once;
-//   - writes: per StatefulSet for the injection, in a steady state with unrelated edits, after a
-//     GitOps re-apply of every manifest, and for the revert (checked exact against the originals);
-//   - cost: the manager's peak RSS, heap, CPU time, reconcile latency and work-queue depth.
+//   - writes: per StatefulSet for the injection, in a steady state (-steady, 10 minutes by default)
+//     with unrelated edits every minute (labels, status changes, a scale) and informer resyncs, after
+//     a GitOps re-apply of every manifest, and for the revert (checked exact against the originals);
+//   - cost: the manager's peak RSS, heap, CPU time, reconcile latency and work-queue depth, and its
+//     heap profile taken nearest the peak (saved beside scale.json, its top entries in it).
 //
 // Before the background objects exist, each N is also measured once with kube-controller-manager
 // at its default client QPS, which is what keeps ScratchVolumes from turning Ready, and once more
@@ -50,6 +52,8 @@ type config struct {
 	nodes          int
 	rollout        int
 	steady         time.Duration
+	resync         time.Duration
+	goMemLimit     string
 	gitOpsSettle   time.Duration
 	kcmQPS         int
 	kcmDefaultMax  int
@@ -72,7 +76,9 @@ func main() {
 	flag.Float64Var(&cfg.background, "background", 1, "scale of the background objects: 1 is 20000 ConfigMaps (2000 of 100 KiB), 5000 Secrets, 10000 Pods")
 	flag.IntVar(&cfg.nodes, "nodes", 3, "kwok nodes, for the background pods and the rollout run")
 	flag.IntVar(&cfg.rollout, "rollout", 50, "StatefulSets with one pod each for the rollout run; 0 skips it")
-	flag.DurationVar(&cfg.steady, "steady", 30*time.Second, "length of the steady-state window (first run of each size)")
+	flag.DurationVar(&cfg.steady, "steady", 10*time.Minute, "length of the steady-state window (first run of each size), with unrelated edits every minute")
+	flag.StringVar(&cfg.goMemLimit, "gomemlimit", "", "GOMEMLIMIT of the manager (config/manager sets one); empty: none, what the binary does by itself")
+	flag.DurationVar(&cfg.resync, "resync", 3*time.Minute, "the manager's --sync-period, so that the steady state sees its informers resync")
 	flag.DurationVar(&cfg.gitOpsSettle, "gitops-settle", 15*time.Second, "time given the manager to react to a GitOps re-apply")
 	flag.IntVar(&cfg.kcmQPS, "kcm-qps", 200, "kube-controller-manager --kube-api-qps once raised (burst: twice that)")
 	flag.IntVar(&cfg.kcmDefaultMax, "kcm-default-max", 1000, "largest size also measured with kube-controller-manager's default QPS")
@@ -141,6 +147,8 @@ func validate(cfg *config) error {
 		return errors.New("-large-runs must be at least 1")
 	case cfg.nodes < 1:
 		return errors.New("-nodes must be at least 1")
+	case cfg.steady < 0 || cfg.resync <= 0:
+		return errors.New("-steady must not be negative and -resync must be positive")
 	}
 	if cfg.workersVariant == 0 {
 		cfg.workersVariant = cfg.namespaces

@@ -36,7 +36,11 @@ func (s managerSettings) args() []string {
 type manager struct {
 	proc        *localcluster.Process
 	metricsAddr string
-	settings    managerSettings
+	// pprofAddr serves the manager's profiles.
+	pprofAddr string
+	settings  managerSettings
+	// name names the manager's log and profile files.
+	name string
 }
 
 // buildManager compiles the manager from the working tree into dir.
@@ -51,18 +55,24 @@ func buildManager(ctx context.Context, root, dir string) (string, error) {
 	return out, nil
 }
 
-// startManager starts the manager with settings and waits until it is ready.
-func startManager(ctx context.Context, c *localcluster.Cluster, bin, name string, settings managerSettings) (*manager, error) {
-	addrs, err := localcluster.FreeAddresses(2)
+// startManager starts the manager with settings, informers that resync every resync and the Go
+// runtime's soft memory limit goMemLimit (none when empty), and waits until it is ready.
+func startManager(ctx context.Context, c *localcluster.Cluster, bin, name string, settings managerSettings, resync time.Duration, goMemLimit string) (*manager, error) {
+	addrs, err := localcluster.FreeAddresses(3)
 	if err != nil {
 		return nil, err
 	}
-	args := append(settings.args(), "--metrics-bind-address="+addrs[0], "--health-probe-bind-address="+addrs[1])
-	p, err := c.StartProcess(name, bin, args, []string{c.KubeconfigEnv()})
+	args := append(settings.args(), "--metrics-bind-address="+addrs[0], "--health-probe-bind-address="+addrs[1],
+		"--pprof-bind-address="+addrs[2], "--sync-period="+resync.String())
+	env := []string{c.KubeconfigEnv()}
+	if goMemLimit != "" {
+		env = append(env, "GOMEMLIMIT="+goMemLimit)
+	}
+	p, err := c.StartProcess(name, bin, args, env)
 	if err != nil {
 		return nil, err
 	}
-	m := &manager{proc: p, metricsAddr: addrs[0], settings: settings}
+	m := &manager{proc: p, metricsAddr: addrs[0], pprofAddr: addrs[2], settings: settings, name: name}
 	deadline := time.Now().Add(2 * time.Minute)
 	for !localcluster.HTTPOK(ctx, http.DefaultClient, "http://"+addrs[1]+"/readyz") {
 		if !p.Alive() || time.Now().After(deadline) {

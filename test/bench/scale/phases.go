@@ -333,38 +333,97 @@ func (b *bench) runRevert(ctx context.Context) (phase, error) {
 	})
 }
 
-// runSteady leaves the injected fleet alone but for edits that are none of the manager's
-// business, for d: a label added to one StatefulSet in ten, one StatefulSet scaled up and back.
+// runSteady leaves the injected fleet alone for d but for edits that are none of the manager's
+// business, made in rounds every steadyPeriod: a new label value on one StatefulSet in ten, a
+// status change on another one in ten (a condition only the benchmark sets, as any status writer
+// might), and one StatefulSet scaled up in the first round and back at half-time. The manager's
+// informers resync meanwhile (-resync).
 func (b *bench) runSteady(ctx context.Context, d time.Duration) (phase, error) {
 	return b.measure(ctx, func(p *phase) error {
 		start := time.Now()
-		sets := b.fleet.statefulSets(ctx)
-		keys := make([]client.ObjectKey, 0, len(sets)/10+1)
-		for i := 0; i < len(sets); i += 10 {
-			keys = append(keys, client.ObjectKeyFromObject(&sets[i]))
-		}
-		err := forEach(ctx, len(keys), 4, func(ctx context.Context, i int) error {
-			sts := &appsv1.StatefulSet{}
-			sts.Name, sts.Namespace = keys[i].Name, keys[i].Namespace
-			patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, touchLabel, start.Format("150405"))
-			return b.admin.Patch(ctx, sts, client.RawPatch("application/merge-patch+json", []byte(patch)))
-		})
-		if err != nil {
-			return fmt.Errorf("failed to label StatefulSets: %w", err)
-		}
-		if len(keys) > 0 {
-			if err := b.scale(ctx, keys[0], b.fleet.replicas+1); err != nil {
+		keys := b.fleet.keys(ctx)
+		scaled := false
+		for round := 0; time.Since(start) < d; round++ {
+			if err := b.steadyRound(ctx, keys, round); err != nil {
 				return err
 			}
-			time.Sleep(d / 2)
-			if err := b.scale(ctx, keys[0], b.fleet.replicas); err != nil {
+			if len(keys) > 0 && round == 0 {
+				if err := b.scale(ctx, keys[0], b.fleet.replicas+1); err != nil {
+					return err
+				}
+				scaled = true
+			}
+			next := start.Add(min(time.Duration(round+1)*steadyPeriod, d))
+			if scaled && !next.Before(start.Add(d/2)) {
+				if err := sleepUntil(ctx, start.Add(d/2)); err != nil {
+					return err
+				}
+				if err := b.scale(ctx, keys[0], b.fleet.replicas); err != nil {
+					return err
+				}
+				scaled = false
+			}
+			if err := sleepUntil(ctx, next); err != nil {
 				return err
 			}
 		}
-		time.Sleep(time.Until(start.Add(d)))
 		p.Seconds = time.Since(start).Seconds()
 		return nil
 	})
+}
+
+// steadyPeriod is how often the steady state's unrelated edits come.
+const steadyPeriod = time.Minute
+
+// steadyRound labels one StatefulSet in ten and changes the status of another one in ten, a
+// different tenth each round.
+func (b *bench) steadyRound(ctx context.Context, keys []client.ObjectKey, round int) error {
+	var labeled, churned []client.ObjectKey
+	for i, k := range keys {
+		switch (i + round) % 10 {
+		case 0:
+			labeled = append(labeled, k)
+		case 5:
+			churned = append(churned, k)
+		}
+	}
+	label := fmt.Sprintf(`{"metadata":{"labels":{%q:"round-%d"}}}`, touchLabel, round)
+	err := forEach(ctx, len(labeled), 4, func(ctx context.Context, i int) error {
+		return b.patchStatefulSet(ctx, labeled[i], label, false)
+	})
+	if err != nil {
+		return fmt.Errorf("failed to label StatefulSets: %w", err)
+	}
+	status := fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"status":"True","reason":"Round","message":"round %d"}]}}`, churnCondition, round)
+	err = forEach(ctx, len(churned), 4, func(ctx context.Context, i int) error {
+		return b.patchStatefulSet(ctx, churned[i], status, true)
+	})
+	if err != nil {
+		return fmt.Errorf("failed to change the status of StatefulSets: %w", err)
+	}
+	return nil
+}
+
+// churnCondition is the StatefulSet condition the steady state's status edits change.
+const churnCondition = "bench.dbtune.io/Churn"
+
+func (b *bench) patchStatefulSet(ctx context.Context, key client.ObjectKey, mergePatch string, status bool) error {
+	sts := &appsv1.StatefulSet{}
+	sts.Name, sts.Namespace = key.Name, key.Namespace
+	patch := client.RawPatch("application/merge-patch+json", []byte(mergePatch))
+	if status {
+		return b.admin.Status().Patch(ctx, sts, patch)
+	}
+	return b.admin.Patch(ctx, sts, patch)
+}
+
+func sleepUntil(ctx context.Context, t time.Time) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Until(t)):
+		return nil
+	}
 }
 
 func (b *bench) scale(ctx context.Context, key client.ObjectKey, replicas int32) error {

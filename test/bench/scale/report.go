@@ -45,6 +45,8 @@ type settings struct {
 	Background         backgroundCounts `json:"background"`
 	ControllerManager  string           `json:"controllerManagerTuned"`
 	SteadySeconds      float64          `json:"steadySeconds"`
+	ResyncSeconds      float64          `json:"managerResyncSeconds"`
+	GoMemLimit         string           `json:"managerGOMEMLIMIT,omitempty"`
 	GitOpsSettle       float64          `json:"gitOpsSettleSeconds"`
 	Variants           []string         `json:"variantsComparedAt,omitempty"`
 	CompareAt          int              `json:"compareAt"`
@@ -113,6 +115,7 @@ func newResults(cfg config) *results {
 		Settings: settings{
 			Levels: cfg.levels, Namespaces: cfg.namespaces, Runs: cfg.runs, ScratchVolumeSize: scratchSize,
 			ControllerManager: kcmName(true, cfg.kcmQPS), SteadySeconds: cfg.steady.Seconds(),
+			ResyncSeconds: cfg.resync.Seconds(), GoMemLimit: cfg.goMemLimit,
 			GitOpsSettle: cfg.gitOpsSettle.Seconds(), CompareAt: cfg.compareAt,
 			KubernetesVersions: "kube-apiserver, kube-controller-manager v1.37.2, etcd v3.7.3, kwok v0.8.0 (hack/k8s-binaries.sh)",
 		},
@@ -120,8 +123,10 @@ func newResults(cfg config) *results {
 	for _, s := range shapes {
 		r.Settings.Shapes = append(r.Settings.Shapes, s.image+" + "+s.sidecar.Image)
 	}
-	for _, v := range variants(cfg, cfg.compareAt)[1:] {
-		r.Settings.Variants = append(r.Settings.Variants, v.Name)
+	if cfg.compareAt > 0 {
+		for _, v := range variants(cfg, cfg.compareAt)[1:] {
+			r.Settings.Variants = append(r.Settings.Variants, v.Name)
+		}
 	}
 	return r
 }
@@ -348,6 +353,9 @@ func (r *results) markdown() string {
 				l.Settings.Workers, secs(s.bare), secs(s.selector), s.ratio, secs(s.ready), secs(s.revert), s.peakRSS)
 		}
 	}
+	for _, l := range r.levelsOf(defaultSettings.Name) {
+		b.WriteString(l.Memory.Profile.markdown(l.N))
+	}
 	b.WriteString("\nWithout background objects (one run each, before they were created):\n\n")
 	b.WriteString("| StatefulSets | kube-controller-manager | injected | Ready | revert (templates) | revert recorded by the StatefulSet controller | peak RSS | heap |\n|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, q := range r.Quiet {
@@ -381,4 +389,18 @@ func count(v float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+// markdown is the profile's top entries as a table; nothing when there is no profile.
+func (p *heapProfile) markdown(n int) string {
+	if p == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nHeap profile nearest the peak at N=%d (`%s`: RSS %.0f MiB, live heap %.0f MiB), by inuse_space:\n\n", n, p.File, p.RSSMiB, p.InuseMiB)
+	b.WriteString("| function | flat | flat % | cum |\n|---|---:|---:|---:|\n")
+	for _, e := range p.Top[:min(len(p.Top), 10)] {
+		fmt.Fprintf(&b, "| `%s` | %.1f MiB | %.1f%% | %.1f MiB |\n", e.Function, e.FlatMiB, e.FlatPct, e.CumMiB)
+	}
+	return b.String()
 }

@@ -33,6 +33,8 @@ type env struct {
 	binDir  string
 	manager string
 	dir     string
+	// profiler watches the running manager for its peak.
+	profiler *peakProfiler
 }
 
 func run(ctx context.Context, cfg config) (*results, error) {
@@ -198,22 +200,28 @@ func (e *env) tearDown(keep bool) {
 	_ = os.RemoveAll(e.dir)
 }
 
-// startManager starts a manager with s; its peak RSS then belongs to this measurement alone.
-func (e *env) startManager(ctx context.Context, n int, s managerSettings) error {
-	name := fmt.Sprintf("manager-n%d-%s", n, strings.NewReplacer(" ", "-", "=", "").Replace(s.Name))
-	m, err := startManager(ctx, e.cluster, e.manager, name, s)
+// startManager starts a manager with s for the measurement named phase; its peak RSS then belongs
+// to this measurement alone, and its log and heap profile are named after it.
+func (e *env) startManager(ctx context.Context, phase string, n int, s managerSettings) error {
+	name := fmt.Sprintf("manager-%sn%d-%s", phase, n, strings.NewReplacer(" ", "-", "=", "").Replace(s.Name))
+	m, err := startManager(ctx, e.cluster, e.manager, name, s, e.bench.cfg.resync, e.bench.cfg.goMemLimit)
 	if err != nil {
 		return err
 	}
 	e.bench.mgr = m
+	e.profiler = startPeakProfiler(ctx, m.pprofAddr, m.proc.PID)
 	return nil
 }
 
+// stopManager stops the manager, and saves the heap profile taken nearest its peak in the
+// output directory.
 func (e *env) stopManager() (memory, error) {
 	m := e.bench.mgr
 	e.bench.mgr = nil
 	mem, err := readMemory(context.Background(), m)
-	return mem, errors.Join(err, m.stop())
+	var profErr error
+	mem.Profile, profErr = e.profiler.stop(e.bench.cfg.out, "scale-heap-"+strings.TrimPrefix(m.name, "manager-")+".pb.gz")
+	return mem, errors.Join(err, profErr, m.stop())
 }
 
 // measureQuiet measures one selector injection, Ready and revert at size n with no background
@@ -228,7 +236,7 @@ func (e *env) measureQuiet(ctx context.Context, n int, kcm string) (quietLevel, 
 	if _, err := b.waitSettled(ctx); err != nil {
 		return q, err
 	}
-	if err := e.startManager(ctx, n, defaultSettings); err != nil {
+	if err := e.startManager(ctx, "quiet-", n, defaultSettings); err != nil {
 		return q, err
 	}
 	var err error
@@ -257,7 +265,7 @@ func (e *env) measureLevel(ctx context.Context, cfg config, n int, s managerSett
 	if _, err := b.waitSettled(ctx); err != nil {
 		return l, err
 	}
-	if err := e.startManager(ctx, n, s); err != nil {
+	if err := e.startManager(ctx, "", n, s); err != nil {
 		return l, err
 	}
 	full, many, runs := s == defaultSettings, n <= cfg.large, cfg.runs
@@ -344,7 +352,7 @@ func (e *env) measureRollout(ctx context.Context, cfg config) (*rolloutResult, e
 		return nil, err
 	}
 	r.PodsRunningSeconds = started.Seconds()
-	if err := e.startManager(ctx, cfg.rollout, defaultSettings); err != nil {
+	if err := e.startManager(ctx, "rollout-", cfg.rollout, defaultSettings); err != nil {
 		return nil, err
 	}
 	if r.Inject, err = b.runSelector(ctx); err != nil {
@@ -452,6 +460,8 @@ type memory struct {
 	HeapMiB    float64 `json:"heapInuseMiB"`
 	CPUSeconds float64 `json:"cpuSeconds"`
 	Goroutines float64 `json:"goroutines"`
+	// Profile is the heap profile taken nearest the peak of the resident set.
+	Profile *heapProfile `json:"heapProfile,omitempty"`
 }
 
 func readMemory(ctx context.Context, m *manager) (memory, error) {

@@ -247,3 +247,28 @@ func controllerWrites(t *testing.T) float64 {
 	}
 	return s.sum("dbtune_scratch_statefulset_writes_total", nil)
 }
+
+func TestParseTop(t *testing.T) {
+	out := []byte(`File: manager
+Type: inuse_space
+Showing nodes accounting for 30.50MB, 90.70% of 33.63MB total
+Showing top 2 nodes out of 170
+      flat  flat%   sum%        cum   cum%
+    5.00MB 14.87% 14.87%     7.55MB 22.45%  github.com/dbtune/scratch-operator/api/v1alpha1.(*ScratchVolumeStatus).DeepCopyInto
+    3.50MB 10.41% 25.28%     3.50MB 10.41%  k8s.io/api/core/v1.(*ResourceRequirements).Unmarshal
+`)
+	top, total, err := parseTop(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []profileEntry{
+		{Function: "github.com/dbtune/scratch-operator/api/v1alpha1.(*ScratchVolumeStatus).DeepCopyInto", FlatMiB: 5, FlatPct: 14.87, CumMiB: 7.55},
+		{Function: "k8s.io/api/core/v1.(*ResourceRequirements).Unmarshal", FlatMiB: 3.5, FlatPct: 10.41, CumMiB: 3.5},
+	}
+	if diff := cmp.Diff(want, top); diff != "" {
+		t.Errorf("parseTop entries (-want +got):\n%s", diff)
+	}
+	if total != 33.63 {
+		t.Errorf("parseTop total = %g MiB, want 33.63", total)
+	}
+}

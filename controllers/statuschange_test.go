@@ -1,0 +1,80 @@
+package controllers
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+)
+
+// A StatefulSet scaled after its injection rolled out bumps its generation and, for a moment,
+// has fewer pods than it wants; neither is a rollout of the injection.
+func TestRolloutAfterAScale(t *testing.T) {
+	const hash = "abc"
+	scaled := func(mutate func(*appsv1.StatefulSet)) *appsv1.StatefulSet {
+		sts := &appsv1.StatefulSet{}
+		sts.Generation = 5
+		sts.Spec.Replicas = ptr.To[int32](3)
+		sts.Spec.Template.Annotations = map[string]string{v1alpha1.InjectionAnnotationPrefix + "tmp": hash}
+		sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 4, UpdatedReplicas: 1, CurrentRevision: "r1", UpdateRevision: "r1"}
+		if mutate != nil {
+			mutate(sts)
+		}
+		return sts
+	}
+	for _, tc := range []struct {
+		name       string
+		sts        *appsv1.StatefulSet
+		settled    bool
+		wantDone   bool
+		wantReason string
+	}{
+		{name: "rolled out before: a scale changes nothing", sts: scaled(nil), settled: true, wantDone: true, wantReason: v1alpha1.ReasonRolledOut},
+		{name: "never rolled out: wait for the StatefulSet controller", sts: scaled(nil), wantReason: v1alpha1.ReasonWaitingForController},
+		{name: "rolled out before, but a rollout began since", settled: true, wantReason: v1alpha1.ReasonRollingOut,
+			sts: scaled(func(s *appsv1.StatefulSet) { s.Status.ObservedGeneration, s.Status.UpdateRevision = 5, "r2" })},
+		{name: "rolled out with another configuration", settled: true, wantReason: v1alpha1.ReasonRollingOut,
+			sts: scaled(func(s *appsv1.StatefulSet) {
+				s.Spec.Template.Annotations[v1alpha1.InjectionAnnotationPrefix+"tmp"] = "old"
+			})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reason, msg, done := rollout(tc.sts, hash, tc.settled)
+			if done != tc.wantDone || reason != tc.wantReason {
+				t.Errorf("rollout() = %s, %q, %v; want %s, done %v", reason, msg, done, tc.wantReason, tc.wantDone)
+			}
+		})
+	}
+}
+
+func TestOnlyPodCountsMoved(t *testing.T) {
+	status := func(rolledOut metav1.ConditionStatus, replicas int32, hash string) v1alpha1.ScratchVolumeStatus {
+		return v1alpha1.ScratchVolumeStatus{
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionRolledOut, Status: rolledOut, Reason: "R"}},
+			Targets: []v1alpha1.ScratchTargetStatus{{Name: "db", Injected: true, ConfigHash: hash,
+				Replicas: replicas, UpdatedReplicas: replicas, ReadyReplicas: replicas}},
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		last, next v1alpha1.ScratchVolumeStatus
+		want       bool
+	}{
+		{name: "a scale while rolled out", last: status(metav1.ConditionTrue, 1, "a"), next: status(metav1.ConditionTrue, 3, "a"), want: true},
+		{name: "a scale during a rollout", last: status(metav1.ConditionFalse, 1, "a"), next: status(metav1.ConditionFalse, 3, "a")},
+		{name: "a rollout ends", last: status(metav1.ConditionFalse, 1, "a"), next: status(metav1.ConditionTrue, 3, "a")},
+		{name: "counts and configuration", last: status(metav1.ConditionTrue, 1, "a"), next: status(metav1.ConditionTrue, 3, "b")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := onlyPodCountsMoved(tc.last, tc.next); got != tc.want {
+				t.Errorf("onlyPodCountsMoved() = %v, want %v", got, tc.want)
+			}
+			if tc.last.Targets[0].Replicas == 0 || tc.next.Targets[0].Replicas == 0 {
+				t.Error("onlyPodCountsMoved changed its arguments")
+			}
+		})
+	}
+}
