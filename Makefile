@@ -138,7 +138,7 @@ bench-scratch-usage: ## The node agent's sampling of 1 to 300 RAM volumes on a n
 # lists them all.
 BENCH_SCALE_FLAGS ?=
 .PHONY: bench-scale
-bench-scale: ## The manager at fleet scale: 100 to 5000 StatefulSets beside 40 000 unrelated objects, against a bare client (local control plane; about an hour).
+bench-scale: ## The manager at fleet scale: 100 to 5000 StatefulSets beside 40 000 unrelated objects, against a bare client (local control plane; about an hour and a half).
 	$(K8S_BINARIES) all
 	go run ./test/bench/scale -out bin/bench/scale $(BENCH_SCALE_FLAGS)
 

@@ -25,6 +25,8 @@ func CacheOptions(namespaces []string) cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}:   {Label: labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})},
 			&appsv1.StatefulSet{}: {Transform: trimStatefulSet},
+			// Only the node agents' reports on the pods' RAM volumes, one profile per node.
+			&v1alpha1.NodeIOProfile{}: {Transform: trimProfile},
 		},
 	}
 	if len(namespaces) > 0 {

@@ -18,6 +18,9 @@ const (
 	// EventFightingAnotherWriter: another writer kept removing the entries from a StatefulSet, and
 	// the controller stopped restoring them; recorded once per fight.
 	EventFightingAnotherWriter = "FightingAnotherWriter"
+	// EventScratchVolumeFull: a node agent found a pod's RAM volume full; recorded once per time
+	// it filled up.
+	EventScratchVolumeFull = "ScratchVolumeFull"
 
 	actionInject = "Inject"
 	actionRevert = "Revert"

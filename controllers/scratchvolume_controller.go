@@ -80,6 +80,9 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			return
 		}
 		report.failure = err
+		if obsErr := r.observe(ctx, sv, report); obsErr != nil {
+			log.FromContext(ctx).Error(obsErr, "Keeping the last reported usage")
+		}
 		if statusErr := r.updateStatus(ctx, sv, report); statusErr != nil && err == nil {
 			err = statusErr
 		}
@@ -203,6 +206,8 @@ func (r *ScratchVolumeReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			deletionPredicate{}))).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.scratchVolumesForStatefulSet)).
 		Owns(&corev1.ConfigMap{}).
+		Watches(&v1alpha1.NodeIOProfile{}, handler.EnqueueRequestsFromMapFunc(r.scratchVolumesForProfile),
+			builder.WithPredicates(scratchVolumesChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
 		Named("scratchvolume").
 		Complete(r)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/conditions"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/capacity"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 )
 
@@ -46,6 +47,14 @@ type report struct {
 	wake time.Time
 	// failure is the error that ended the reconcile before every target was reported, if any.
 	failure error
+	// observed is what the node agents report about the RAM volumes of the ScratchVolume's pods;
+	// nil when it could not be read. episodes are the full volumes to announce once the status
+	// that records them is written.
+	observed []v1alpha1.ScratchVolumeUsage
+	episodes []capacity.Episode
+	// containers are the containers that got the volume, by target, for checking a recommended
+	// size against their memory limits.
+	containers map[string]*corev1.Container
 }
 
 type finding struct{ target, reason, message string }
@@ -126,6 +135,7 @@ func (rep *report) blocked(sts *appsv1.StatefulSet, o *outcome, ts *v1alpha1.Scr
 
 func (rep *report) injected(sts *appsv1.StatefulSet, plan *inject.Plan, ts *v1alpha1.ScratchTargetStatus) {
 	ts.Injected, ts.Container, ts.ConfigHash = true, plan.Container, plan.Hash
+	rep.container(sts, plan.Container)
 	if plan.Profile != nil {
 		ts.Flavor, ts.Version = plan.Profile.Flavor, plan.Profile.Version.String()
 		ts.Injection, ts.TempLocations = plan.Injection, plan.Locations
@@ -406,6 +416,7 @@ func (r *ScratchVolumeReconciler) updateStatus(ctx context.Context, sv *v1alpha1
 		}
 	}
 	sort.Slice(status.Targets, func(i, j int) bool { return status.Targets[i].Name < status.Targets[j].Name })
+	rep.capacity(&status)
 	for _, cond := range rep.conditions() {
 		meta.SetStatusCondition(&status.Conditions, cond)
 	}
@@ -421,6 +432,7 @@ func (r *ScratchVolumeReconciler) updateStatus(ctx context.Context, sv *v1alpha1
 	if err := r.Status().Patch(ctx, sv, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("failed to update the status of ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
 	}
+	r.announceFull(sv, rep.episodes, recommended(status.RecommendedSize))
 	return nil
 }
 

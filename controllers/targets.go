@@ -50,6 +50,7 @@ func setupIndexes(ctx context.Context, fi client.FieldIndexer) error {
 		{&appsv1.StatefulSet{}, indexInjectedBy, func(o client.Object) []string {
 			return inject.ScratchVolumes(&o.(*appsv1.StatefulSet).Spec.Template)
 		}},
+		{&v1alpha1.NodeIOProfile{}, indexObservedScratchVolumes, observedScratchVolumes},
 	}
 	for _, ix := range indexes {
 		if err := fi.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {

@@ -67,6 +67,13 @@ func memoryBudget(sv *v1alpha1.ScratchVolume, c *corev1.Container) (reserve *res
 		"container %s's %s memory limit covers %s (%s)", c.Name, formatBytes(limit), formatBytes(need), breakdown)}, nil
 }
 
+// MemoryNeed is the memory limit container c needs under accounting Validate for a volume of
+// sv's size: the figure memoryBudget checks the limit against.
+func MemoryNeed(sv *v1alpha1.ScratchVolume, c *corev1.Container) (resource.Quantity, error) {
+	need, _, err := memoryNeed(sv, c)
+	return need, err
+}
+
 // memoryNeed is size + buffer pool + TempTable memory (when the args set them) + headroom, with a
 // readable breakdown.
 func memoryNeed(sv *v1alpha1.ScratchVolume, c *corev1.Container) (resource.Quantity, string, error) {

@@ -41,7 +41,9 @@ type stagedFS struct {
 	usage map[string]scratchusage.Usage
 }
 
-func (f *stagedFS) set(uid string, usedMiB, sizeMiB uint64) {
+// set stages a 64 MiB volume with usedMiB in use.
+func (f *stagedFS) set(uid string, usedMiB uint64) {
+	const sizeMiB = 64
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.usage[uid] = scratchusage.Usage{SizeBytes: sizeMiB * mib, UsedBytes: usedMiB * mib, FreeBytes: (sizeMiB - usedMiB) * mib}
@@ -99,10 +101,10 @@ func TestFiguresReachTheNodeIOProfile(t *testing.T) {
 		startPod(t, e.Client, p)
 	}
 	fs := &stagedFS{usage: map[string]scratchusage.Usage{}}
-	fs.set(string(db0.UID), 10, 64)
-	fs.set(string(db1.UID), 0, 64)
-	fs.set(string(elsewhere.UID), 5, 64)
-	fs.set(string(plain.UID), 5, 64)
+	fs.set(string(db0.UID), 10)
+	fs.set(string(db1.UID), 0)
+	fs.set(string(elsewhere.UID), 5)
+	fs.set(string(plain.UID), 5)
 
 	const reportEvery = 15 * time.Second
 	var patches atomic.Int64
@@ -145,7 +147,7 @@ func TestFiguresReachTheNodeIOProfile(t *testing.T) {
 		}
 		return ""
 	})
-	fs.set(string(db0.UID), 20, 64)
+	fs.set(string(db0.UID), 20)
 	testenv.Consistently(t, 2*time.Second, func() string {
 		if got := profile(); got[0].PeakBytes != 10*mib {
 			return "a new peak was written " + describe(got) + " before the report interval passed"
@@ -153,7 +155,7 @@ func TestFiguresReachTheNodeIOProfile(t *testing.T) {
 		return ""
 	})
 	// A full volume is the figure a user waits for: it goes out at once, with the pending peak.
-	fs.set(string(db1.UID), 64, 64)
+	fs.set(string(db1.UID), 64)
 	testenv.Eventually(t, reportEvery*2/3, func() string {
 		got := profile()
 		if !got[1].Full || got[1].FullEpisodes != 1 || got[1].LastFullTime == nil || got[1].PeakBytes != 64*mib || got[0].PeakBytes != 20*mib {

@@ -8,6 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -132,6 +135,65 @@ func (d *demo) showInsideTheRealPod(ctx context.Context) {
 		"mariadb", "-e", "SELECT @@tmpdir, @@slave_load_tmpdir, @@innodb_tmpdir")
 	d.show(ctx, "exec", "-n", demoNamespace, pod, "-c", statefulSet, "--",
 		"df", "-h", "--output=source,fstype,size,target", v1alpha1.DefaultMySQLTmpdirMountPath, "/var/lib/mysql")
+}
+
+// startRealNodeAgent runs a second node agent for the real node, as the DaemonSet would run one
+// there: it samples the RAM volumes of the MariaDB pods under the node's kubelet root and writes
+// their figures into the node's NodeIOProfile, from which the operator fills the ScratchVolume's
+// usage and recommendation.
+func (d *demo) startRealNodeAgent(ctx context.Context, c *localcluster.Cluster, r *results) error {
+	if r.realNode == "" {
+		return nil
+	}
+	// Directories of its own to probe, beside the other agent's.
+	tmpfs, disk := filepath.Join(r.tmpfs, r.realNode), filepath.Join(r.disk, r.realNode)
+	for _, dir := range []string{tmpfs, disk} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	return d.startWithProbes(ctx, c, "node-agent-"+r.realNode, d.bin("node-agent"), "run",
+		"--kubeconfig="+d.kubeconfig(), "--node-name="+r.realNode, "--lease-namespace="+agentNamespace,
+		"--kubelet-root="+r.realNodeKubeletRoot, "--target=tmpfs="+tmpfs, "--target=disk="+disk,
+		"--read-ahead-state-dir="+filepath.Join(d.stateDir, "read-ahead-state-"+r.realNode))
+}
+
+// spillQuery makes MariaDB write about 100 MB of on-disk temporary table into its tmpdir: a GROUP
+// BY of half a million 192-byte strings, pushed out of memory by tiny session limits.
+const spillQuery = "SET SESSION tmp_table_size = 1024, max_heap_table_size = 16384; " +
+	"SELECT COUNT(*) FROM (SELECT REPEAT(MD5(seq), 6) AS p, COUNT(*) FROM mysql.seq_1_to_500000 GROUP BY p) AS d"
+
+// spillIntoTheScratchVolume runs spillQuery in the first pod and waits until the operator reports
+// the peak the node agent sampled.
+func (d *demo) spillIntoTheScratchVolume(ctx context.Context) error {
+	d.step("a query spilling about 100 MB of temporary table into %s-0's RAM tmpdir…", statefulSet)
+	if _, err := d.kubectl(ctx, "exec", "-n", demoNamespace, statefulSet+"-0", "-c", statefulSet, "--", "mariadb", "-e", spillQuery); err != nil {
+		return err
+	}
+	d.step("waiting for the node agent's figures in the ScratchVolume's status…")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, err := d.kubectl(ctx, "get", "scratchvolume", scratchVolume, "-n", demoNamespace, "-o", "jsonpath={.status.usage.peakBytes}")
+		if peak, _ := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64); err == nil && peak > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the ScratchVolume's status shows no usage a minute after the query (%q): see the node agent's log: %w", out, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// showUsage shows what the node agent measured and what the operator recommends.
+func (d *demo) showUsage(ctx context.Context) {
+	d.section("How full the RAM volumes have been, and the size they call for")
+	d.show(ctx, "get", "scratchvolume", scratchVolume, "-n", demoNamespace)
+	d.show(ctx, "get", "scratchvolume", scratchVolume, "-n", demoNamespace, "-o",
+		`jsonpath={.status.usage}{"\n"}{.status.recommendedSize}{"\n"}{.status.conditions[?(@.type=="Capacity")].message}{"\n"}`)
 }
 
 // cleanupRealNode undoes what a real node of the demo changed on the machine, once its processes

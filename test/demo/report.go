@@ -31,6 +31,9 @@ func (d *demo) report(ctx context.Context, r *results) {
 
 	if r.realNode != "" {
 		d.showInsideTheRealPod(ctx)
+		if r.agentRuns {
+			d.showUsage(ctx)
+		}
 	} else {
 		d.showInsideThePod(ctx)
 		fmt.Fprintf(d.out, "(No real node in this demo; it needs %s.)\n\n", strings.Join(r.noRealNode, ", "))

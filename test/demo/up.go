@@ -39,6 +39,9 @@ type results struct {
 	// realNode is the real node's name when one runs the sample; noRealNode says why not.
 	realNode   string
 	noRealNode []string
+	// realNodeKubeletRoot is the real node's kubelet root directory, where the agent of that node
+	// finds the pods' RAM volumes.
+	realNodeKubeletRoot string
 }
 
 func (d *demo) up(ctx context.Context) (err error) {
@@ -89,7 +92,7 @@ func (d *demo) up(ctx context.Context) (err error) {
 				err = errors.Join(err, node.Stop())
 			}
 		}()
-		r.realNode = node.Name()
+		r.realNode, r.realNodeKubeletRoot = node.Name(), node.KubeletRoot()
 	}
 	if err := d.deploy(ctx, c, r); err != nil {
 		return err
@@ -153,8 +156,17 @@ func (d *demo) deploy(ctx context.Context, c *localcluster.Cluster, r *results) 
 		if err := d.startAgent(ctx, c, r); err != nil {
 			return err
 		}
+		if err := d.startRealNodeAgent(ctx, c, r); err != nil {
+			return err
+		}
 	}
-	return d.applySamples(ctx, r)
+	if err := d.applySamples(ctx, r); err != nil {
+		return err
+	}
+	if r.agentRuns && r.realNode != "" {
+		return d.spillIntoTheScratchVolume(ctx)
+	}
+	return nil
 }
 
 func (d *demo) startAgent(ctx context.Context, c *localcluster.Cluster, r *results) error {

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers"
 )
 
 // scratchName is the user's ScratchVolume.
@@ -428,6 +429,7 @@ func (p *product) assertAgentSawTheFill(ctx context.Context, t *testing.T, pod *
 		return used >= 0.99*volume && peak >= used && full == fullBefore+1,
 			fmt.Sprintf("used %.0f, peak %.0f, full %.0f times", used, peak, full)
 	})
+	p.assertStatusSawTheFill(ctx, t, pod, int64(peak), int64(full), size)
 	if _, err := execInPod(ctx, p.cfg, p.cs, pod, "rm", file); err != nil {
 		t.Fatal(err)
 	}
@@ -436,4 +438,42 @@ func (p *product) assertAgentSawTheFill(ctx context.Context, t *testing.T, pod *
 		return used < 0.1*volume, fmt.Sprintf("used %.0f", used)
 	})
 	t.Logf("a file filling %s's volume: the agent reported %.0f of %.0f bytes used and one more full episode", pod.Name, peak, volume)
+}
+
+// assertStatusSawTheFill checks what reaches the user from the agent's figures, through the
+// NodeIOProfile: the ScratchVolume's usage shows the agent's peak, Capacity is Full, the size
+// recommended is twice the size (a full volume's peak only shows the size), and there is one
+// ScratchVolumeFull Event for each time the agent found the volume full.
+func (p *product) assertStatusSawTheFill(ctx context.Context, t *testing.T, pod *corev1.Pod, peak, episodes, size int64) {
+	t.Helper()
+	sv := &v1alpha1.ScratchVolume{}
+	waitFor(t, 30*time.Second, "the ScratchVolume's status showing the full volume", func() (bool, string) {
+		if err := p.cl.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: scratchName}, sv); err != nil {
+			return false, err.Error()
+		}
+		u, c := sv.Status.Usage, meta.FindStatusCondition(sv.Status.Conditions, v1alpha1.ConditionCapacity)
+		return u != nil && u.PeakBytes >= peak && u.PeakBytes >= size*99/100 && u.FullEpisodes == episodes && c != nil && c.Reason == v1alpha1.ReasonCapacityFull,
+			fmt.Sprintf("usage %+v, Capacity %+v; want at least the agent's peak %d (99%% of %d) and %d full episode(s)", u, c, peak, size, episodes)
+	})
+	if got := sv.Status.RecommendedSize; got == nil || got.String() != "256Mi" {
+		t.Errorf("recommended size %v for a full 128Mi volume, want 256Mi", got)
+	}
+	if len(sv.Status.Targets) != 1 || sv.Status.Targets[0].Usage == nil || sv.Status.Targets[0].Usage.Pods != 1 {
+		t.Errorf("the target's usage is %+v, want the one pod", sv.Status.Targets)
+	}
+	waitFor(t, 30*time.Second, "one ScratchVolumeFull Event per full episode", func() (bool, string) {
+		evs, err := p.cs.EventsV1().Events(p.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + controllers.EventScratchVolumeFull})
+		if err != nil {
+			return false, err.Error()
+		}
+		var notes []string
+		for _, ev := range evs.Items {
+			if ev.Regarding.Name == scratchName && strings.Contains(ev.Note, pod.Name) {
+				notes = append(notes, ev.Note)
+			}
+		}
+		return int64(len(notes)) == episodes, fmt.Sprintf("%d Events %q, want %d", len(notes), notes, episodes)
+	})
+	c := meta.FindStatusCondition(sv.Status.Conditions, v1alpha1.ConditionCapacity)
+	t.Logf("the ScratchVolume says: Capacity %s: %s", c.Reason, c.Message)
 }
