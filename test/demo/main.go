@@ -24,13 +24,15 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:])
+	// Read before stop, which cancels the context too: only a signal means interrupted.
+	interrupted := ctx.Err() != nil
 	stop()
 	var refused refusedError
 	switch {
 	case errors.As(err, &refused):
 		fmt.Fprintln(os.Stderr, refused.msg)
 		os.Exit(1)
-	case err != nil && ctx.Err() != nil:
+	case err != nil && interrupted:
 		fmt.Fprintln(os.Stderr, "demo: interrupted; stopped what it had started")
 		os.Exit(130)
 	case err != nil:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -158,27 +159,42 @@ func (d *demo) startRealNodeAgent(ctx context.Context, c *localcluster.Cluster, 
 		"--read-ahead-state-dir="+filepath.Join(d.stateDir, "read-ahead-state-"+r.realNode))
 }
 
-// spillQuery makes MariaDB write about 100 MB of on-disk temporary table into its tmpdir: a GROUP
-// BY of half a million 192-byte strings, pushed out of memory by tiny session limits.
-const spillQuery = "SET SESSION tmp_table_size = 1024, max_heap_table_size = 16384; " +
-	"SELECT COUNT(*) FROM (SELECT REPEAT(MD5(seq), 6) AS p, COUNT(*) FROM mysql.seq_1_to_500000 GROUP BY p) AS d"
+// spillQuery holds about 60 MB of temporary table in MariaDB's tmpdir for a few seconds: a
+// session's temporary MyISAM table of 300 000 192-byte strings (MyISAM writes its rows to the file
+// at once, where Aria would keep them in its page cache), kept while the session sleeps, so that
+// the agent's one-second samples see all of it (a sort that spills and finishes within a second
+// can fall between two samples).
+const spillQuery = "CREATE DATABASE IF NOT EXISTS demo; " +
+	"CREATE TEMPORARY TABLE demo.spill ENGINE=MyISAM AS SELECT REPEAT(MD5(seq), 6) AS p FROM mysql.seq_1_to_300000; " +
+	"SELECT SLEEP(3)"
+
+// spilledBytes is less than the spill holds, more than anything else in the volume.
+const spilledBytes = 16 << 20
 
 // spillIntoTheScratchVolume runs spillQuery in the first pod and waits until the operator reports
-// the peak the node agent sampled.
+// the peak the node agent sampled. A query that fills the volume is a result too: the status then
+// says Full and recommends more.
 func (d *demo) spillIntoTheScratchVolume(ctx context.Context) error {
-	d.step("a query spilling about 100 MB of temporary table into %s-0's RAM tmpdir…", statefulSet)
-	if _, err := d.kubectl(ctx, "exec", "-n", demoNamespace, statefulSet+"-0", "-c", statefulSet, "--", "mariadb", "-e", spillQuery); err != nil {
+	d.step("a session holding a temporary table of about 60 MB in %s-0's RAM tmpdir for 3 s…", statefulSet)
+	out, err := d.kubectl(ctx, "exec", "-n", demoNamespace, statefulSet+"-0", "-c", statefulSet, "--", "mariadb", "-e", spillQuery)
+	switch {
+	case err != nil && bytes.Contains(out, []byte("No space left on device")):
+		d.step("  it filled the volume and failed with \"No space left on device\"; the status says so below")
+	case err != nil:
 		return err
 	}
 	d.step("waiting for the node agent's figures in the ScratchVolume's status…")
 	deadline := time.Now().Add(time.Minute)
 	for {
 		out, err := d.kubectl(ctx, "get", "scratchvolume", scratchVolume, "-n", demoNamespace, "-o", "jsonpath={.status.usage.peakBytes}")
-		if peak, _ := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64); err == nil && peak > 0 {
+		if peak, _ := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64); err == nil && peak >= spilledBytes {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the ScratchVolume's status shows no usage a minute after the query (%q): see the node agent's log: %w", out, err)
+			if err != nil {
+				return fmt.Errorf("failed to read the ScratchVolume's usage: %w", err)
+			}
+			return fmt.Errorf("a minute after the query the ScratchVolume's status shows a peak of %s bytes, not the spill's: see the node agent's log", strings.TrimSpace(string(out)))
 		}
 		select {
 		case <-ctx.Done():
