@@ -11,7 +11,10 @@
 //     directory outlives pod restarts as a PersistentVolumeClaim does;
 //   - a ConfigMap volume becomes a directory holding the rendered drop-in the controller would write;
 //   - the init containers run first, then the database container: a stand-in for the image's
-//     entrypoint (initialize an empty data directory) followed by mariadbd with the container's args.
+//     entrypoint (initialize an empty data directory) followed by mariadbd with the container's args;
+//   - the database container runs in a memory cgroup (v2, or v1's memory controller) limited to its
+//     limits.memory, so that its tmpfs pages and the page cache of the files it writes are charged
+//     and bounded as a kubelet's cgroup would charge them (Pod.MemoryUsage reports the charge).
 //
 // The image is stood in for by the machine's MariaDB packages: the harness refuses a StatefulSet whose
 // image names another flavor or major.minor version, since option names depend on both.
@@ -23,5 +26,7 @@
 // (/var/lib/mysql-tmp, /var/lib/mysql/.dbtune-scratch.sst/…) are therefore real for mariadbd while the
 // machine's own /var/lib/mysql is never touched, and no mount is ever made in the caller's namespace:
 // when the sandbox ends, for whatever reason, the kernel unmounts its tmpfs and kills what it
-// started, exactly as a pod's memory emptyDir goes with the pod.
+// started, exactly as a pod's memory emptyDir goes with the pod. A pod's cgroup is removed when its
+// run stops; those of a process killed before it could are named after that process and removed by
+// the next host.
 package mariadb

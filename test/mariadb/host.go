@@ -118,8 +118,9 @@ type Host struct {
 	// Server is the MariaDB that stands in for every pod's image.
 	Server *Server
 
-	dir  string
-	self string
+	dir    string
+	self   string
+	memory memoryController
 
 	mu   sync.Mutex
 	pods map[string]*Pod
@@ -145,6 +146,13 @@ func NewHost(base string) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to find this program to run sandboxes: %w", err)
 	}
+	memory, err := findMemoryController()
+	if err != nil {
+		return nil, err
+	}
+	if err := memory.sweepStaleCgroups(); err != nil {
+		return nil, err
+	}
 	sweepStale(base)
 	dir, err := os.MkdirTemp(base, hostDirPrefix)
 	if err != nil {
@@ -153,7 +161,7 @@ func NewHost(base string) (*Host, error) {
 	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return nil, err
 	}
-	return &Host{Server: server, dir: dir, self: self, pods: map[string]*Pod{}}, nil
+	return &Host{Server: server, dir: dir, self: self, memory: memory, pods: map[string]*Pod{}}, nil
 }
 
 const (
@@ -198,12 +206,15 @@ func checkDisk(dir string) error {
 	return nil
 }
 
+// cgroupDir is the host's memory cgroup, below which each pod run gets its own.
+func (h *Host) cgroupDir() string { return h.memory.hostDir(os.Getpid(), filepath.Base(h.dir)) }
+
 // Dir is the directory holding the host's volumes, container root directories and logs.
 func (h *Host) Dir() string { return h.dir }
 
-// Close stops every pod and removes the host's directory. It refuses to remove anything while a
-// mount remains below the directory in this process's namespace, which would mean a sandbox leaked
-// one: removing through it could delete the machine's files.
+// Close stops every pod and removes the host's memory cgroup and directory. It refuses to remove
+// the directory while a mount remains below it in this process's namespace, which would mean a
+// sandbox leaked one: removing through it could delete the machine's files.
 func (h *Host) Close() error {
 	h.mu.Lock()
 	pods := make([]*Pod, 0, len(h.pods))
@@ -218,6 +229,9 @@ func (h *Host) Close() error {
 			errs = append(errs, err)
 		}
 		cancel()
+	}
+	if err := h.memory.removeHostDir(h.cgroupDir()); err != nil {
+		errs = append(errs, err)
 	}
 	mounts, err := mountsBelow(h.dir)
 	if err != nil {

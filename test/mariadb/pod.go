@@ -64,6 +64,9 @@ type Pod struct {
 	exitErr error
 	run     *podRun
 	db      *sql.DB
+	// cgroup is the current run's memory cgroup; lastUsage is what the last run's was charged.
+	cgroup    *memoryCgroup
+	lastUsage MemoryUsage
 }
 
 // podRun is what one start of the pod made.
@@ -164,10 +167,10 @@ func (p *Pod) Start(ctx context.Context) error {
 	p.runs++
 	run, err := p.prepare(filepath.Join(p.dir, strconv.Itoa(p.runs)))
 	if err != nil {
-		return fmt.Errorf("failed to prepare pod %s: %w", p.Name, err)
+		return fmt.Errorf("failed to prepare pod %s: %w", p.Name, errors.Join(err, p.removeCgroup()))
 	}
 	if err := p.startSandbox(run); err != nil {
-		return fmt.Errorf("failed to start pod %s: %w", p.Name, err)
+		return fmt.Errorf("failed to start pod %s: %w", p.Name, errors.Join(err, p.removeCgroup()))
 	}
 	db, err := p.waitReady(ctx)
 	if err != nil {
@@ -182,6 +185,9 @@ func (p *Pod) Start(ctx context.Context) error {
 func (p *Pod) prepare(dir string) (*podRun, error) {
 	spec, db, err := p.sandboxSpec(dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := p.makeCgroup(spec); err != nil {
 		return nil, err
 	}
 	raw, err := json.MarshalIndent(spec, "", "  ")
@@ -235,10 +241,12 @@ func (p *Pod) startSandbox(run *podRun) error {
 	cmd := exec.Command(p.host.self)
 	cmd.Env = []string{sandboxEnv + "=" + filepath.Join(run.dir, "sandbox.json"), "PATH=" + searchPath}
 	cmd.Stdout, cmd.Stderr = log, log
+	// The mount namespace is made at clone, not unshared after it: for an unshared one the Go
+	// runtime makes every mount private before the sandbox runs, and the sandbox makes them slaves
+	// of this namespace's instead (see runSandbox).
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:   syscall.CLONE_NEWPID,
-		Unshareflags: syscall.CLONE_NEWNS,
-		Pdeathsig:    syscall.SIGKILL,
+		Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS,
+		Pdeathsig:  syscall.SIGKILL,
 	}
 	// The parent-death signal fires when the forking thread ends, not the process. The Go runtime
 	// ends a thread only when a goroutine locked to it exits, which nothing here does, so in
@@ -365,7 +373,7 @@ func (p *Pod) Stop(ctx context.Context) error {
 		err = fmt.Errorf("pod %s: %w%s", p.Name, err, p.diagnostics())
 	}
 	p.sandbox = nil
-	return err
+	return errors.Join(err, p.removeCgroup())
 }
 
 // Restart stops the pod and starts it again: the claim directories keep their data, the tmpfs and
@@ -389,6 +397,7 @@ func (p *Pod) kill() {
 		<-p.exited
 		p.sandbox = nil
 	}
+	_ = p.removeCgroup()
 }
 
 // Log returns the output of the named container in the current (or last) run.
@@ -450,4 +459,44 @@ func (r *podRun) hostPath(containerPath string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(best.Source, rel), nil
+}
+
+// makeCgroup gives this run's database container a memory cgroup limited to its limits.memory, as
+// a kubelet does, and tells the sandbox to run the container there.
+func (p *Pod) makeCgroup(spec *sandboxSpec) error {
+	var limit int64
+	if q, ok := p.DatabaseContainer().Resources.Limits[corev1.ResourceMemory]; ok {
+		limit = q.Value()
+	}
+	dir := filepath.Join(p.host.cgroupDir(), fmt.Sprintf("%s-%d", p.Name, p.runs))
+	cg, err := p.host.memory.newMemoryCgroup(dir, limit)
+	if err != nil {
+		return err
+	}
+	p.cgroup = cg
+	spec.Containers[len(spec.Containers)-1].MemoryCgroup = cg.procsFile()
+	return nil
+}
+
+// removeCgroup keeps what the run was charged, for MemoryUsage, and removes its cgroup.
+func (p *Pod) removeCgroup() error {
+	if p.cgroup == nil {
+		return nil
+	}
+	if u, err := p.cgroup.usage(); err == nil {
+		p.lastUsage = u
+	}
+	err := p.cgroup.remove()
+	p.cgroup = nil
+	return err
+}
+
+// MemoryUsage is what the database container has been charged in its memory cgroup in the current
+// run, or, once the pod has stopped, in the last one: the server's memory, the page cache of the
+// files it wrote and the pages of the tmpfs volumes it filled, as a kubelet's cgroup counts them.
+func (p *Pod) MemoryUsage() (MemoryUsage, error) {
+	if p.cgroup == nil {
+		return p.lastUsage, nil
+	}
+	return p.cgroup.usage()
 }

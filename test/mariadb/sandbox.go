@@ -42,6 +42,9 @@ type containerSpec struct {
 	Processes []processSpec `json:"processes"`
 	// Log receives the standard output and error of every process.
 	Log string `json:"log"`
+	// MemoryCgroup, when set, is the cgroup.procs file of the container's memory cgroup: the
+	// sandbox moves itself there before starting the container's processes, which inherit it.
+	MemoryCgroup string `json:"memoryCgroup,omitempty"`
 }
 
 type bindSpec struct {
@@ -94,10 +97,13 @@ func runSandbox(specPath string) error {
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, unix.SIGTERM, unix.SIGINT)
-	// The harness asks for this too, but a shared propagation would leak every bind below into the
-	// caller's namespace, where removing the host directory would then reach the machine's /usr.
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("failed to make the mount namespace private: %w", err)
+	// A shared propagation would leak every bind below into the caller's namespace, where removing
+	// the host directory would then reach the machine's /usr. Slave, not private: unmounts made
+	// outside still reach this namespace's copies, so that a volume the caller mounted before
+	// the pod started (a cloud-shaped data volume, say) is not held here after the caller
+	// unmounts it.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return fmt.Errorf("failed to make the mount namespace a slave of the caller's: %w", err)
 	}
 	for _, fs := range spec.Tmpfs {
 		opts := fmt.Sprintf("size=%d,mode=0777", fs.Size)
@@ -109,12 +115,29 @@ func runSandbox(specPath string) error {
 		if err := buildRootfs(c); err != nil {
 			return fmt.Errorf("container %s: %w", c.Name, err)
 		}
+		if err := joinCgroup(c.MemoryCgroup); err != nil {
+			return fmt.Errorf("container %s: %w", c.Name, err)
+		}
 		for j, p := range c.Processes {
 			main := i == len(spec.Containers)-1 && j == len(c.Processes)-1
 			if err := runProcess(c, p, main, stop); err != nil {
 				return fmt.Errorf("container %s: %s: %w", c.Name, p.Argv[0], err)
 			}
 		}
+	}
+	return nil
+}
+
+// joinCgroup moves the sandbox into the container's memory cgroup, so that the processes it starts
+// from now on are born there and every page they touch is charged there from the first. What the
+// sandbox itself allocated before stays charged where it was; it allocates almost nothing after.
+func joinCgroup(procs string) error {
+	if procs == "" {
+		return nil
+	}
+	// 0 names the writing process, whatever its PID in this PID namespace.
+	if err := os.WriteFile(procs, []byte("0"), 0o644); err != nil {
+		return fmt.Errorf("failed to join the memory cgroup (%s): %w", procs, err)
 	}
 	return nil
 }

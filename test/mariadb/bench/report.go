@@ -47,6 +47,7 @@ type settings struct {
 	SysbenchTables     []string `json:"sysbenchTables"`
 	MixedTempClients   int      `json:"mixedTempClients"`
 	RunsPerMeasurement int      `json:"runsPerMeasurement"`
+	BigSortMiB         int      `json:"bigSortMiB,omitempty"`
 }
 
 // summary holds the medians of one variant's runs.
@@ -54,6 +55,8 @@ type summary struct {
 	TempSeconds          float64 `json:"tempSeconds"`
 	TempQueriesPerSecond float64 `json:"tempQueriesPerSecond"`
 	TempDeviceWriteMiB   float64 `json:"tempDeviceWriteMiB"`
+	BigSortSeconds       float64 `json:"bigSortSeconds,omitempty"`
+	BigSortDeviceMiB     float64 `json:"bigSortDeviceWriteMiB,omitempty"`
 	MixedTPS             float64 `json:"mixedTransactionsPerSecond"`
 	MixedP95Millis       float64 `json:"mixedP95LatencyMillis"`
 	MixedP99Millis       float64 `json:"mixedP99LatencyMillis"`
@@ -76,6 +79,7 @@ func newResults(h *mariadb.Host, cfg config, variants []*variant) *results {
 			Queries: []string{groupQuery, sortQuery}, SlapClients: cfg.clients, SlapQueries: cfg.queries,
 			MixedSeconds: cfg.mixedDuration.Seconds(), SysbenchThreads: cfg.sysbenchThreads,
 			SysbenchTables: sysbenchTables, MixedTempClients: cfg.tempClients, RunsPerMeasurement: cfg.runs,
+			BigSortMiB: cfg.bigSortMiB,
 		},
 		Variants: map[string]*variant{},
 		Runs:     map[string][]runResult{},
@@ -105,6 +109,8 @@ func (r *results) summarize() {
 			TempSeconds:          pick("temp", func(x runResult) float64 { return x.Seconds }),
 			TempQueriesPerSecond: pick("temp", func(x runResult) float64 { return x.QueriesPerSecond }),
 			TempDeviceWriteMiB:   pick("temp", func(x runResult) float64 { return x.DeviceWriteMiB }),
+			BigSortSeconds:       pick("bigsort", func(x runResult) float64 { return x.Seconds }),
+			BigSortDeviceMiB:     pick("bigsort", func(x runResult) float64 { return x.DeviceWriteMiB }),
 			MixedTPS:             pick("mixed", func(x runResult) float64 { return x.TPS }),
 			MixedP95Millis:       pick("mixed", func(x runResult) float64 { return x.P95Millis }),
 			MixedP99Millis:       pick("mixed", func(x runResult) float64 { return x.P99Millis }),
@@ -173,47 +179,115 @@ func readResults(path string) (*results, error) {
 		}
 		r.order = append(r.order, name)
 	}
+	if r.Variants[volumeVariant] != nil && len(r.Runs[volumeVariant]) > 0 {
+		r.order = append(r.order, volumeVariant)
+	}
 	return &r, nil
 }
 
 // markdown is the section for docs/benchmarks.md.
 func (r *results) markdown(pngPath, jsonPath string) string {
-	t, d := r.Medians["tmpfs"], r.Medians["disk"]
 	vt := r.Variants["tmpfs"]
 	vd := r.Variants["disk"]
 	var b strings.Builder
 	fmt.Fprintf(&b, "## MariaDB tmpdir: tmpfs vs disk\n\n")
 	fmt.Fprintf(&b, "Measured %s on %d CPUs, Linux %s, MariaDB %s, by `go run ./test/mariadb/bench` (as root). ",
 		r.Generated.Format("2006-01-02"), r.Machine.CPUs, r.Machine.Kernel, r.Machine.MariaDB)
-	fmt.Fprintf(&b, "One StatefulSet, run twice by the real-server harness with the same server settings (`%s`): ",
-		strings.Join(r.Settings.ServerArgs, " "))
+	fmt.Fprintf(&b, "One StatefulSet, run %d times side by side by the real-server harness with the same server settings (`%s`): ",
+		len(r.order), strings.Join(r.Settings.ServerArgs, " "))
 	fmt.Fprintf(&b, "injected with a %s ScratchVolume (tmpdir `%s` on %s), and as written (tmpdir `%s` in the container's writable layer, on %s, the filesystem of the data volume). ",
 		r.Settings.ScratchVolumeSize, vt.TmpDir, vt.FS, vd.TmpDir, vd.FS)
-	fmt.Fprintf(&b, "Runs alternate between the two; each figure is the median of %d runs.\n\n", r.Settings.RunsPerMeasurement)
+	fmt.Fprintf(&b, "Runs alternate between the variants; each figure is the median of %d runs.\n\n", r.Settings.RunsPerMeasurement)
 	fmt.Fprintf(&b, "- **temp**: mysqlslap, %d concurrent clients, %d queries over a %d-row table: a GROUP BY on a TEXT column (on-disk temporary table) ordered by an aggregate, and a deep page of a TEXT sort (merging filesort).\n",
 		r.Settings.SlapClients, r.Settings.SlapQueries, r.Settings.Rows)
+	if r.Settings.BigSortMiB > 0 {
+		fmt.Fprintf(&b, "- **bigsort**: one query ordering %d MiB of generated rows (`%s`): a filesort merging through temporary files larger than what the kernel lets stay dirty.\n",
+			r.Settings.BigSortMiB, bigSortQuery(r.Settings.BigSortMiB))
+	}
 	fmt.Fprintf(&b, "- **mixed**: sysbench oltp_write_only (%d threads, %s, %.0f s; every commit fsyncs the redo log) while %d clients run the same queries back to back.\n\n",
 		r.Settings.SysbenchThreads, strings.Join(r.Settings.SysbenchTables, " "), r.Settings.MixedSeconds, r.Settings.MixedTempClients)
-	fmt.Fprintf(&b, "| | tmpfs | disk | tmpfs vs disk |\n|---|---:|---:|---:|\n")
-	row := func(name, unit string, tv, dv float64, higherIsBetter bool) {
-		cmp := ratio(tv, dv, higherIsBetter)
-		if unit == "MiB" && max(tv, dv) < noiseMiB {
-			cmp = "both negligible"
-		}
-		fmt.Fprintf(&b, "| %s | %.2f %s | %.2f %s | %s |\n", name, tv, unit, dv, unit, cmp)
+	r.writeTable(&b)
+	fmt.Fprintf(&b, "\nDevice writes are the whole block devices', other activity on the machine included. ")
+	if vt.DataVolume != "" {
+		fmt.Fprintf(&b, "The data directory is on a cloud-shaped volume, %s, one per pod; device writes include it. ", vt.DataVolume)
 	}
-	row("temp: time for all queries", "s", t.TempSeconds, d.TempSeconds, false)
-	row("temp: queries/s", "", t.TempQueriesPerSecond, d.TempQueriesPerSecond, true)
-	row("temp: device writes", "MiB", t.TempDeviceWriteMiB, d.TempDeviceWriteMiB, false)
-	row("mixed: sysbench transactions/s", "", t.MixedTPS, d.MixedTPS, true)
-	row("mixed: sysbench p95 latency", "ms", t.MixedP95Millis, d.MixedP95Millis, false)
-	row("mixed: sysbench p99 latency", "ms", t.MixedP99Millis, d.MixedP99Millis, false)
-	row("mixed: temporary-table queries/s", "", t.MixedQueriesPerSec, d.MixedQueriesPerSec, true)
-	row("mixed: device writes", "MiB", t.MixedDeviceWriteMiB, d.MixedDeviceWriteMiB, false)
-	fmt.Fprintf(&b, "\nDevice writes are the whole block device's, other activity on the machine included. Every run, chart and raw figure: `%s`, `%s`.\n\n",
-		filepath.Base(pngPath), filepath.Base(jsonPath))
+	if v := r.Variants[volumeVariant]; v != nil {
+		fmt.Fprintf(&b, "The %s variant keeps tmpdir in the data directory (`%s`), on the data volume. ", volumeVariant, v.TmpDir)
+	}
+	if vt.MemoryLimitMiB > 0 {
+		fmt.Fprintf(&b, "The database container runs in a memory cgroup limited to its limits.memory (%.0f MiB), which is charged for the tmpfs pages and the page cache as a kubelet's would be (OOM kills: %s). ",
+			vt.MemoryLimitMiB, r.oomKills())
+	}
+	fmt.Fprintf(&b, "Every run, chart and raw figure: `%s`, `%s`.\n\n", filepath.Base(pngPath), filepath.Base(jsonPath))
 	fmt.Fprintf(&b, "![MariaDB tmpdir on tmpfs vs disk](%s)\n", filepath.Base(pngPath))
 	return b.String()
+}
+
+// tableRows are the rows of the Markdown table, each a figure of every variant.
+var tableRows = []struct {
+	name, unit     string
+	higherIsBetter bool
+	value          func(summary, *variant) float64
+}{
+	{"temp: time for all queries", "s", false, func(s summary, _ *variant) float64 { return s.TempSeconds }},
+	{"temp: queries/s", "", true, func(s summary, _ *variant) float64 { return s.TempQueriesPerSecond }},
+	{"temp: device writes", "MiB", false, func(s summary, _ *variant) float64 { return s.TempDeviceWriteMiB }},
+	{bigSortRow, "s", false, func(s summary, _ *variant) float64 { return s.BigSortSeconds }},
+	{"bigsort: device writes", "MiB", false, func(s summary, _ *variant) float64 { return s.BigSortDeviceMiB }},
+	{"mixed: sysbench transactions/s", "", true, func(s summary, _ *variant) float64 { return s.MixedTPS }},
+	{"mixed: sysbench p95 latency", "ms", false, func(s summary, _ *variant) float64 { return s.MixedP95Millis }},
+	{"mixed: sysbench p99 latency", "ms", false, func(s summary, _ *variant) float64 { return s.MixedP99Millis }},
+	{"mixed: temporary-table queries/s", "", true, func(s summary, _ *variant) float64 { return s.MixedQueriesPerSec }},
+	{"mixed: device writes", "MiB", false, func(s summary, _ *variant) float64 { return s.MixedDeviceWriteMiB }},
+	{memoryRow, "MiB", false, func(_ summary, v *variant) float64 { return v.MemoryPeakMiB }},
+}
+
+// memoryRow is left out for results measured before the harness had memory cgroups, and the
+// bigsort rows for results without that workload.
+const (
+	memoryRow  = "container memory cgroup peak"
+	bigSortRow = "bigsort: time of the large sort"
+)
+
+// writeTable writes one column per variant, then one comparison of tmpfs with each other variant.
+func (r *results) writeTable(b *strings.Builder) {
+	others := slices.DeleteFunc(slices.Clone(r.order), func(name string) bool { return name == "tmpfs" })
+	b.WriteString("| |")
+	for _, name := range r.order {
+		fmt.Fprintf(b, " %s |", name)
+	}
+	for _, name := range others {
+		fmt.Fprintf(b, " tmpfs vs %s |", name)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---:|", len(r.order)+len(others)) + "\n")
+	for _, row := range tableRows {
+		if row.name == memoryRow && r.Variants["tmpfs"].MemoryLimitMiB == 0 ||
+			strings.HasPrefix(row.name, "bigsort") && r.Medians["tmpfs"].BigSortSeconds == 0 {
+			continue
+		}
+		value := func(name string) float64 { return row.value(r.Medians[name], r.Variants[name]) }
+		fmt.Fprintf(b, "| %s |", row.name)
+		for _, name := range r.order {
+			fmt.Fprintf(b, " %.2f %s |", value(name), row.unit)
+		}
+		for _, name := range others {
+			cmp := ratio(value("tmpfs"), value(name), row.higherIsBetter)
+			if row.unit == "MiB" && row.name != memoryRow && max(value("tmpfs"), value(name)) < noiseMiB {
+				cmp = "both negligible"
+			}
+			fmt.Fprintf(b, " %s |", cmp)
+		}
+		b.WriteString("\n")
+	}
+}
+
+// oomKills lists the OOM kills of each variant's container.
+func (r *results) oomKills() string {
+	parts := make([]string, 0, len(r.order))
+	for _, name := range r.order {
+		parts = append(parts, fmt.Sprintf("%s %d", name, r.Variants[name].OOMKills))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // noiseMiB is the device write volume below which a comparison says nothing: the device is shared

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/test/cloudvolume"
 	"github.com/dbtune/scratch-operator/test/mariadb"
 )
 
@@ -43,6 +44,9 @@ var serverArgs = []string{
 	"--innodb-buffer-pool-load-at-startup=OFF",
 }
 
+// dataDir is where the data volume is mounted and the server keeps its data.
+const dataDir = "/var/lib/mysql"
+
 // sysbenchTables sizes sysbench's schema.
 var sysbenchTables = []string{"--tables=4", "--table-size=10000"}
 
@@ -56,10 +60,24 @@ type variant struct {
 	FS     string `json:"filesystem"`
 	// DataFS is the type of filesystem of the data directory.
 	DataFS string `json:"dataFilesystem"`
-	device string
+	// DataVolume is the profile of the cloud-shaped volume the data directory is on, if any.
+	DataVolume string `json:"dataVolume,omitempty"`
+	// DataVolumeWriteMiB is what reached that volume's device during the whole benchmark, loading
+	// and warm-up included.
+	DataVolumeWriteMiB float64 `json:"dataVolumeWriteMiB,omitempty"`
+	// MemoryPeakMiB is the highest charge of the database container's memory cgroup (its
+	// limits.memory), and MemoryLimitMiB that limit.
+	MemoryPeakMiB  float64 `json:"memoryPeakMiB"`
+	MemoryLimitMiB float64 `json:"memoryLimitMiB"`
+	// OOMKills counts the container's processes the kernel killed for reaching the limit.
+	OOMKills int64 `json:"oomKills,omitempty"`
+	// devices are the sysfs statistics files of the block devices the pod writes to: the machine's
+	// disk and, when it has one, its cloud-shaped data volume.
+	devices []string
+	volume  *cloudvolume.Volume
 }
 
-func statefulSet(h *mariadb.Host, name string) *appsv1.StatefulSet {
+func statefulSet(h *mariadb.Host, name string, extraArgs ...string) *appsv1.StatefulSet {
 	labels := map[string]string{"app.kubernetes.io/name": name}
 	v := h.Server.Version
 	return &appsv1.StatefulSet{
@@ -71,14 +89,14 @@ func statefulSet(h *mariadb.Host, name string) *appsv1.StatefulSet {
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{
 					Name:  "mariadb",
 					Image: fmt.Sprintf("mariadb:%d.%d", v.Major, v.Minor),
-					Args:  serverArgs,
+					Args:  append(slices.Clone(serverArgs), extraArgs...),
 					Resources: corev1.ResourceRequirements{
 						Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("4Gi")},
 					},
-					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/mysql"}},
+					VolumeMounts: []corev1.VolumeMount{{Name: dataClaim, MountPath: dataDir}},
 				}}},
 			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: dataClaim}}},
 		},
 	}
 }
@@ -96,38 +114,85 @@ func scratchVolume(target string) *v1alpha1.ScratchVolume {
 	}
 }
 
-// variantNames are the variants, in the order they run.
+// variantNames are the variants every run has, in the order they run.
 var variantNames = []string{"tmpfs", "disk"}
 
-// startVariants starts the injected pod and the pod as written, and loads the same data into both.
-func startVariants(ctx context.Context, h *mariadb.Host, cfg config) ([]*variant, error) {
-	var out []*variant
-	for _, name := range variantNames {
-		sts := statefulSet(h, "bench-"+name)
+// volumeVariant keeps tmpdir in the data directory, on the data volume, as many charts and
+// operators do: it runs when the data volume is a cloud-shaped one, whose budget the temporary
+// files then share with the redo log.
+const volumeVariant = "volume"
+
+// variantsFor lists the variants a run with cfg measures.
+func variantsFor(cfg config) []string {
+	if cfg.volume == "none" {
+		return variantNames
+	}
+	return append(slices.Clone(variantNames), volumeVariant)
+}
+
+// startVariants starts the injected pod and the pod as written, each on a cloud-shaped data volume
+// when cfg asks for one, and loads the same data into both. Each variant is added to out as soon as
+// it exists, so that the caller can shut down what was made when a later step fails.
+func startVariants(ctx context.Context, h *mariadb.Host, cfg config, out *[]*variant) error {
+	for _, name := range variantsFor(cfg) {
+		var extraArgs []string
+		if name == volumeVariant {
+			extraArgs = append(extraArgs, "--tmpdir="+dataDir)
+		}
+		sts := statefulSet(h, "bench-"+name, extraArgs...)
 		var svs []*v1alpha1.ScratchVolume
 		if name == "tmpfs" {
 			svs = append(svs, scratchVolume(sts.Name))
 		}
 		pod, err := h.NewPod(sts, svs...)
 		if err != nil {
-			return nil, err
-		}
-		if err := pod.Start(ctx); err != nil {
-			return nil, err
+			return err
 		}
 		v := &variant{name: name, pod: pod}
+		*out = append(*out, v)
+		if err := v.attachVolume(cfg); err != nil {
+			return err
+		}
+		if err := pod.Start(ctx); err != nil {
+			return err
+		}
 		if err := v.inspect(ctx, h); err != nil {
-			return nil, err
+			return err
 		}
 		if (name == "tmpfs") != (v.FS == "tmpfs") {
-			return nil, fmt.Errorf("the %s variant's tmpdir %s is on %s", name, v.TmpDir, v.FS)
+			return fmt.Errorf("the %s variant's tmpdir %s is on %s", name, v.TmpDir, v.FS)
 		}
 		if err := v.load(ctx, cfg); err != nil {
-			return nil, fmt.Errorf("failed to load the %s variant: %w", name, err)
+			return fmt.Errorf("failed to load the %s variant: %w", name, err)
 		}
-		out = append(out, v)
 	}
-	return out, nil
+	return nil
+}
+
+// attachVolume puts the variant's data claim on a cloud-shaped volume when cfg.volume names one.
+func (v *variant) attachVolume(cfg config) error {
+	p, ok, err := profileFor(cfg.volume)
+	if err != nil || !ok {
+		return err
+	}
+	if v.volume, err = attachDataVolume(v.pod, p, cfg.volumeSize<<30); err != nil {
+		return err
+	}
+	v.DataVolume = p.String()
+	return nil
+}
+
+// recordUsage notes what the variant's container was charged and what reached its data volume.
+func (v *variant) recordUsage() error {
+	u, err := v.pod.MemoryUsage()
+	if err != nil {
+		return fmt.Errorf("failed to read the %s variant's memory cgroup: %w", v.name, err)
+	}
+	v.MemoryPeakMiB, v.MemoryLimitMiB, v.OOMKills = float64(u.PeakBytes)/(1<<20), float64(u.LimitBytes)/(1<<20), u.OOMKills
+	if v.volume != nil {
+		v.DataVolumeWriteMiB = float64(v.volume.Stats().WriteBytes) / (1 << 20)
+	}
+	return nil
 }
 
 // inspect records where the server keeps its temporary files and data.
@@ -145,7 +210,12 @@ func (v *variant) inspect(ctx context.Context, h *mariadb.Host) error {
 	if v.DataFS, err = fsType(v.pod, v.pod.DataDir); err != nil {
 		return err
 	}
-	v.device = blockDevice(h.Dir())
+	v.devices = nil
+	for _, dir := range []string{h.Dir(), v.pod.ClaimDir(dataClaim)} {
+		if d := blockDevice(dir); d != "" && !slices.Contains(v.devices, d) {
+			v.devices = append(v.devices, d)
+		}
+	}
 	return nil
 }
 
@@ -204,7 +274,8 @@ func (v *variant) sysbench(ctx context.Context, args ...string) (string, error) 
 // runResult is one run of one workload on one variant.
 type runResult struct {
 	Workload string `json:"workload"`
-	// Seconds is how long mysqlslap took for all its queries (temp).
+	// Seconds is how long mysqlslap took for all its queries (temp), or the one large sort took
+	// (bigsort).
 	Seconds float64 `json:"seconds,omitempty"`
 	// QueriesPerSecond counts temporary-table queries completed (temp and mixed).
 	QueriesPerSecond float64 `json:"queriesPerSecond"`
@@ -219,6 +290,33 @@ type runResult struct {
 	// DeviceWriteMiB is what the block device under the data volume wrote during the run, from
 	// /sys/dev/block/*/stat: the whole device, other activity included.
 	DeviceWriteMiB float64 `json:"deviceWriteMiB"`
+}
+
+// bigSortRowBytes is the size of one row of bigSortQuery's result.
+const bigSortRowBytes = 960
+
+// bigSortQuery orders about mib MiB of generated rows. The derived table's LIMIT, above the row
+// count, keeps the ORDER BY from being dropped without turning it into an in-memory top-N; the
+// sum keeps the result to one row, so that the client's reading costs nothing.
+func bigSortQuery(mib int) string {
+	rows := int64(mib) << 20 / bigSortRowBytes
+	return fmt.Sprintf("SELECT SUM(LENGTH(pad)) FROM (SELECT seq, REPEAT(MD5(seq), 30) AS pad FROM bench.seq_1_to_%d ORDER BY pad LIMIT %d) AS sorted",
+		rows, 2*rows)
+}
+
+// bigSort times bigSortQuery once.
+func (v *variant) bigSort(ctx context.Context, cfg config) (runResult, error) {
+	r := runResult{Workload: "bigsort"}
+	err := v.measure(ctx, &r, func() error {
+		start := time.Now()
+		var sum sql.NullInt64
+		if err := v.pod.DB().QueryRowContext(ctx, bigSortQuery(cfg.bigSortMiB)).Scan(&sum); err != nil {
+			return fmt.Errorf("the large sort: %w", err)
+		}
+		r.Seconds = time.Since(start).Seconds()
+		return nil
+	})
+	return r, err
 }
 
 var slapSeconds = regexp.MustCompile(`Average number of seconds to run all queries: ([0-9.]+) seconds`)
@@ -285,11 +383,11 @@ func (v *variant) measure(ctx context.Context, r *runResult, workload func() err
 	if err != nil {
 		return err
 	}
-	written := deviceWrites(v.device)
+	written := deviceWrites(v.devices)
 	if err := workload(); err != nil {
 		return err
 	}
-	r.DeviceWriteMiB = float64(deviceWrites(v.device)-written) / (1 << 20)
+	r.DeviceWriteMiB = float64(deviceWrites(v.devices)-written) / (1 << 20)
 	after, err := v.counters(ctx)
 	if err != nil {
 		return err
@@ -389,11 +487,16 @@ func blockDevice(dir string) string {
 	return p
 }
 
-// deviceWrites is the bytes the device has written since boot.
-func deviceWrites(statFile string) int64 {
-	if statFile == "" {
-		return 0
+// deviceWrites is the bytes the devices have written since boot (or since a loop device was bound).
+func deviceWrites(statFiles []string) int64 {
+	var total int64
+	for _, f := range statFiles {
+		total += deviceWritten(f)
 	}
+	return total
+}
+
+func deviceWritten(statFile string) int64 {
 	raw, err := os.ReadFile(statFile)
 	if err != nil {
 		return 0
