@@ -176,6 +176,43 @@ func TestFiguresReachTheNodeIOProfile(t *testing.T) {
 	})
 }
 
+// TestNodeWithoutInjectedPods: an agent whose node runs no injected pod writes its NodeIOProfile
+// once, with no scratch volumes, and then nothing.
+func TestNodeWithoutInjectedPods(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := e.Namespace(t)
+	node := "quiet-" + rand.String(6)
+	create(t, e.Client, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
+	plain := injectedPod(ns, "web-0", node)
+	plain.Annotations = nil
+	startPod(t, e.Client, plain)
+	fs := &stagedFS{usage: map[string]scratchusage.Usage{}}
+	fs.set(string(plain.UID), 5)
+
+	var patches atomic.Int64
+	startAgent(ctx, t, e, &patches, scratchusage.Config{
+		NodeName: node, FS: fs, Interval: 100 * time.Millisecond, ReportInterval: time.Second, Registerer: prometheus.NewRegistry(),
+	})
+	p := &v1alpha1.NodeIOProfile{}
+	testenv.Eventually(t, 20*time.Second, func() string {
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: node}, p); err != nil {
+			return "no NodeIOProfile yet: " + err.Error()
+		}
+		return ""
+	})
+	testenv.Consistently(t, 3*time.Second, func() string {
+		if n := patches.Load(); n > 1 {
+			return fmt.Sprintf("%d status writes from an agent with nothing to report, want at most the first", n)
+		}
+		return ""
+	})
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: node}, p); err != nil || len(p.Status.ScratchVolumes) != 0 {
+		t.Errorf("the profile of a node without injected pods reports %+v (%v), want nothing", p.Status.ScratchVolumes, err)
+	}
+}
+
 // injectedPod is a pod of node into which ScratchVolume "tmp" injected its RAM volume.
 func injectedPod(ns, name, node string) *corev1.Pod {
 	p := runningPod(name)
