@@ -40,6 +40,9 @@ type ScratchVolumeReconciler struct {
 	guards guardStore
 	// written holds the generations of the controller's writes the cache has not seen yet.
 	written writtenGenerations
+	// decisions holds each target's last decision that needed no write, for the syncs that follow
+	// with the same inputs.
+	decisions decisionStore
 }
 
 // Every verb below is one the manager's requests need; test/realnode compares them with the API
@@ -61,6 +64,9 @@ type ScratchVolumeReconciler struct {
 func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	sv := &v1alpha1.ScratchVolume{}
 	if err := r.Get(ctx, req.NamespacedName, sv); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.decisions.forgetScratchVolume(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !sv.DeletionTimestamp.IsZero() {
@@ -149,6 +155,7 @@ func (r *ScratchVolumeReconciler) finalize(ctx context.Context, sv *v1alpha1.Scr
 		return err
 	}
 	targetsInjected.DeleteLabelValues(sv.Namespace, sv.Name)
+	r.decisions.forgetScratchVolume(client.ObjectKeyFromObject(sv))
 	patch := client.MergeFrom(sv.DeepCopy())
 	controllerutil.RemoveFinalizer(sv, v1alpha1.ScratchVolumeFinalizer)
 	if err := r.Patch(ctx, sv, patch); err != nil && !apierrors.IsNotFound(err) {
@@ -204,7 +211,10 @@ func (r *ScratchVolumeReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		For(&v1alpha1.ScratchVolume{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
 			deletionPredicate{}))).
-		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.scratchVolumesForStatefulSet)).
+		Watches(&appsv1.StatefulSet{}, forgetDeleted{
+			EventHandler: handler.EnqueueRequestsFromMapFunc(r.scratchVolumesForStatefulSet),
+			forget:       r.decisions.forget,
+		}).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&v1alpha1.NodeIOProfile{}, handler.EnqueueRequestsFromMapFunc(r.scratchVolumesForProfile),
 			builder.WithPredicates(scratchVolumesChanged())).

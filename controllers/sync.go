@@ -96,6 +96,11 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 	if err != nil {
 		return nil, err
 	}
+	key, inputs := client.ObjectKeyFromObject(sts), inputsOf(sts, svs)
+	if outcomes, ok := r.decisions.reuse(key, inputs, svs); ok {
+		return r.settle(ctx, sts, svs, outcomes)
+	}
+	targetsPlanned.WithLabelValues(sts.Namespace).Inc()
 	outcomes := decide(svs, sts)
 	plans, kept := winningPlans(outcomes), keptNames(outcomes)
 	user := inject.Strip(sts.Spec.Template)
@@ -107,11 +112,12 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 	desired = desired.WithAnnotations(states)
 	observed := inject.Observed(&sts.Spec.Template)
 	pending := inject.Pending(&sts.Spec.Template, changes, &user)
-	rule, key, now := r.WriteWar.orDefaults(), client.ObjectKeyFromObject(sts), time.Now()
 	if desired.Equal(observed) && len(pending) == 0 {
-		g := r.guards.update(key, svs, func(g writeGuard) writeGuard { return rule.settled(g, now) })
-		return withGuard(outcomes, g), r.ensureConfigMaps(ctx, sts, outcomes)
+		r.decisions.remember(key, inputs, outcomes)
+		return r.settle(ctx, sts, svs, outcomes)
 	}
+	r.decisions.forget(key)
+	rule, now := r.WriteWar.orDefaults(), time.Now()
 	restored := restoredBy(outcomes, sts, pending)
 	if len(restored) > 0 {
 		if held, err := r.holdOff(ctx, sts, svs, outcomes, configKey(desired), restored); held || err != nil {
@@ -134,6 +140,17 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 	}
 	r.recordChange(sts, outcomes, desired, observed, restored)
 	return withGuard(outcomes, g), nil
+}
+
+// settle finishes the sync of a StatefulSet that already carries what the outcomes ask for: a try
+// after a write-war hold may have lasted long enough to end the fight, and a drop-in ConfigMap
+// someone deleted is put back. Both run on every sync, reused decision or not: the first depends
+// on the clock, the second on an object the decision does not cover.
+func (r *ScratchVolumeReconciler) settle(ctx context.Context, sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume,
+	outcomes map[string]*outcome) (map[string]*outcome, error) {
+	rule, now := r.WriteWar.orDefaults(), time.Now()
+	g := r.guards.update(client.ObjectKeyFromObject(sts), svs, func(g writeGuard) writeGuard { return rule.settled(g, now) })
+	return withGuard(outcomes, g), r.ensureConfigMaps(ctx, sts, outcomes)
 }
 
 // holdOff applies the write-war rule before a write that restores entries someone removed from
@@ -414,7 +431,9 @@ func (r *ScratchVolumeReconciler) ensureConfigMaps(ctx context.Context, sts *app
 func (r *ScratchVolumeReconciler) ensureConfigMap(ctx context.Context, sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, plan *inject.Plan) error {
 	name := sv.ConfigMapName(sts.Name)
 	current := &corev1.ConfigMap{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: sts.Namespace, Name: name}, current)
+	// The cache's own object, to read only: every sync of every target with a drop-in reads it,
+	// a decision reused or not.
+	err := r.Get(ctx, client.ObjectKey{Namespace: sts.Namespace, Name: name}, current, client.UnsafeDisableDeepCopy)
 	if err == nil && current.Data[plan.ConfigKey] == plan.ConfigData && len(current.Data) == 1 &&
 		current.Labels[v1alpha1.ScratchVolumeLabel] == sv.Name {
 		return nil
@@ -438,7 +457,10 @@ func (r *ScratchVolumeReconciler) ensureConfigMap(ctx context.Context, sv *v1alp
 // pruneConfigMaps deletes sv's ConfigMaps that no injected StatefulSet needs any more.
 func (r *ScratchVolumeReconciler) pruneConfigMaps(ctx context.Context, sv *v1alpha1.ScratchVolume, keep map[string]bool) error {
 	list := &corev1.ConfigMapList{}
-	if err := r.List(ctx, list, client.InNamespace(sv.Namespace), client.MatchingLabels{v1alpha1.ScratchVolumeLabel: sv.Name}); err != nil {
+	// The cache's own objects, as in targets: every reconcile lists all of them, and the few it
+	// deletes are not changed by the deletion.
+	if err := r.List(ctx, list, client.InNamespace(sv.Namespace), client.MatchingLabels{v1alpha1.ScratchVolumeLabel: sv.Name},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("failed to list ConfigMaps of ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
 	}
 	for i := range list.Items {

@@ -78,8 +78,11 @@ func NewPlan(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) (*Plan, error)
 	if err := checkSpec(sv); err != nil {
 		return nil, err
 	}
-	user := sts.DeepCopy()
-	user.Spec.Template = Strip(user.Spec.Template)
+	// Only the template is copied (Strip changes its copy): planning never writes the rest of the
+	// StatefulSet, and a target of a selector is planned on every reconcile that cannot reuse its
+	// last decision, so a copy of the whole object each time is garbage a fleet pays for.
+	user := *sts
+	user.Spec.Template = Strip(sts.Spec.Template)
 	pod := &user.Spec.Template.Spec
 	c, err := selectContainer(sv, pod)
 	if err != nil {
@@ -97,7 +100,7 @@ func NewPlan(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) (*Plan, error)
 	p.Reserve = reserve
 	p.Notes = append(p.Notes, memNote)
 	if sv.Spec.Purpose == v1alpha1.PurposeMySQLTmpdir {
-		if err := p.planMySQL(sv, user, c); err != nil {
+		if err := p.planMySQL(sv, &user, c); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,195 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/inject"
+)
+
+// maxDecisions bounds the remembered decisions: one per target StatefulSet, a few KiB each.
+// Past it, an arbitrary one is forgotten and that target is planned again on its next sync.
+const maxDecisions = 20000
+
+// targetsPlanned counts the syncs that planned a target, as opposed to those that reused its last
+// decision: in a steady state it stays still however often the targets' ScratchVolumes reconcile.
+var targetsPlanned = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "dbtune_scratch_targets_planned_total",
+	Help: "Syncs of a target StatefulSet that planned it, the first and each after it or a ScratchVolume selecting it changed, by namespace.",
+}, []string{"namespace"})
+
+func init() {
+	metrics.Registry.MustRegister(targetsPlanned)
+}
+
+// decisionInputs are what a target's decision is made from: the StatefulSet as the cache has it
+// and the live ScratchVolumes that select it, oldest first (the order settles conflicts). A
+// resourceVersion covers every change of the StatefulSet, the UID its replacement by another of
+// the same name; a ScratchVolume's generation covers its spec, the only part planning reads
+// besides its name, so the status the controller writes on every reconcile changes nothing.
+type decisionInputs struct {
+	uid             types.UID
+	resourceVersion string
+	svs             []svStamp
+}
+
+type svStamp struct {
+	name       string
+	uid        types.UID
+	generation int64
+}
+
+func inputsOf(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) decisionInputs {
+	in := decisionInputs{uid: sts.UID, resourceVersion: sts.ResourceVersion, svs: make([]svStamp, len(svs))}
+	for i := range svs {
+		in.svs[i] = svStamp{name: svs[i].Name, uid: svs[i].UID, generation: svs[i].Generation}
+	}
+	return in
+}
+
+func (in decisionInputs) equal(other decisionInputs) bool {
+	if in.uid != other.uid || in.resourceVersion != other.resourceVersion || len(in.svs) != len(other.svs) {
+		return false
+	}
+	for i := range in.svs {
+		if in.svs[i] != other.svs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (in decisionInputs) mentions(sv string) bool {
+	for _, s := range in.svs {
+		if s.name == sv {
+			return true
+		}
+	}
+	return false
+}
+
+// decision is a target's outcomes, without their ScratchVolumes (held by position in the
+// inputs' order), without the write-war guard, which moves with the clock, and with only the part
+// of each plan a sync that writes nothing reads (settledPlan).
+type decision struct {
+	inputs   decisionInputs
+	outcomes []outcome
+}
+
+// decisionStore remembers, per target StatefulSet, the last decision that left it as it is.
+// Every reconcile of a selector syncs all its targets, and every write to one of them brings such
+// a reconcile: at fleet scale, planning the unchanged targets again and again was most of what
+// the controller allocated. Only a decision that found nothing to write is kept: a write changes
+// the StatefulSet, and so the inputs of the next one.
+type decisionStore struct {
+	mu        sync.Mutex
+	decisions map[types.NamespacedName]decision
+}
+
+// reuse returns the outcomes decided from the same inputs, with the ScratchVolumes of svs, or
+// false when there are none. The outcomes are the caller's to change.
+func (s *decisionStore) reuse(key types.NamespacedName, in decisionInputs, svs []v1alpha1.ScratchVolume) (map[string]*outcome, bool) {
+	s.mu.Lock()
+	d, ok := s.decisions[key]
+	s.mu.Unlock()
+	if !ok || !d.inputs.equal(in) {
+		return nil, false
+	}
+	out := make(map[string]*outcome, len(d.outcomes))
+	for i := range d.outcomes {
+		o := d.outcomes[i]
+		o.sv = &svs[i]
+		out[o.sv.Name] = &o
+	}
+	return out, true
+}
+
+// remember keeps the outcomes decided from in. The problems are kept as they are and the plans
+// in part (no one changes either once made); the ScratchVolumes are not, so that a decision never
+// holds an old copy of a ScratchVolume, whose status lists every target, in memory.
+func (s *decisionStore) remember(key types.NamespacedName, in decisionInputs, outcomes map[string]*outcome) {
+	d := decision{inputs: in, outcomes: make([]outcome, len(in.svs))}
+	for i, stamp := range in.svs {
+		o, ok := outcomes[stamp.name]
+		if !ok {
+			return
+		}
+		d.outcomes[i] = outcome{plan: settledPlan(o.plan), problem: o.problem, kept: o.kept}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.decisions == nil {
+		s.decisions = map[types.NamespacedName]decision{}
+	}
+	if _, ok := s.decisions[key]; !ok && len(s.decisions) >= maxDecisions {
+		for k := range s.decisions {
+			delete(s.decisions, k)
+			break
+		}
+	}
+	s.decisions[key] = d
+}
+
+// settledPlan is the part of p that the sync of a StatefulSet already carrying it reads: what the
+// status reports and the drop-in ConfigMap's content. The entries to write (volumes, mounts, the
+// init container, flags, memory) are left out: they are about half of what a plan holds, which a
+// fleet would otherwise keep once per target.
+func settledPlan(p *inject.Plan) *inject.Plan {
+	if p == nil {
+		return nil
+	}
+	return &inject.Plan{
+		ScratchVolume: p.ScratchVolume, Container: p.Container, Hash: p.Hash, Notes: p.Notes,
+		ConfigVolume: p.ConfigVolume, ConfigKey: p.ConfigKey, ConfigData: p.ConfigData,
+		Injection: p.Injection, Locations: p.Locations, Profile: p.Profile,
+	}
+}
+
+// forget drops the decision on a StatefulSet that is gone, or whose last one is out of date.
+func (s *decisionStore) forget(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.decisions, key)
+}
+
+// forgetScratchVolume drops every decision a ScratchVolume that is going took part in.
+func (s *decisionStore) forgetScratchVolume(sv types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, d := range s.decisions {
+		if key.Namespace == sv.Namespace && d.inputs.mentions(sv.Name) {
+			delete(s.decisions, key)
+		}
+	}
+}
+
+func (s *decisionStore) size() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.decisions)
+}
+
+// forgetDeleted passes StatefulSet events on, and forgets the decision on a StatefulSet that is
+// deleted: its successor of the same name has another UID and would never reuse it.
+type forgetDeleted struct {
+	handler.EventHandler
+	forget func(types.NamespacedName)
+}
+
+func (h forgetDeleted) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if e.Object != nil {
+		h.forget(client.ObjectKeyFromObject(e.Object))
+	}
+	h.EventHandler.Delete(ctx, e, q)
+}

@@ -1,0 +1,139 @@
+package controllers
+
+import (
+	"fmt"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/inject"
+)
+
+func decisionFixture() (*appsv1.StatefulSet, []v1alpha1.ScratchVolume) {
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", UID: "sts-1", ResourceVersion: "10"}}
+	sv := func(name string, uid types.UID) v1alpha1.ScratchVolume {
+		return v1alpha1.ScratchVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid, Generation: 1, ResourceVersion: "7"}}
+	}
+	return sts, []v1alpha1.ScratchVolume{sv("old", "sv-1"), sv("new", "sv-2")}
+}
+
+func decidedFor(svs []v1alpha1.ScratchVolume) map[string]*outcome {
+	return map[string]*outcome{
+		svs[0].Name: {sv: &svs[0], plan: &inject.Plan{
+			ScratchVolume: svs[0].Name, Hash: "h0", ConfigKey: "k", ConfigData: "[mysqld]", Init: &corev1.Container{Name: "init"},
+		}},
+		svs[1].Name: {sv: &svs[1], problem: &inject.Problem{Reason: v1alpha1.ReasonScratchVolumeConflict}, kept: true},
+	}
+}
+
+// TestDecisionReuse checks that a decision is reused only for the very inputs it was made from:
+// any change of the StatefulSet, of a selecting ScratchVolume's spec, or of which ScratchVolumes
+// select it and in what order, plans again; a status write to a ScratchVolume does not.
+func TestDecisionReuse(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "db"}
+	tests := []struct {
+		name   string
+		change func(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume
+		reused bool
+	}{
+		{"nothing changed", func(_ *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume { return svs }, true},
+		{"a ScratchVolume's status was written", func(_ *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+			svs[0].ResourceVersion = "8"
+			return svs
+		}, true},
+		{"the StatefulSet changed", func(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+			sts.ResourceVersion = "11"
+			return svs
+		}, false},
+		{"the StatefulSet was replaced", func(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+			sts.UID = "sts-2"
+			return svs
+		}, false},
+		{"a ScratchVolume's spec changed", func(_ *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+			svs[1].Generation = 2
+			return svs
+		}, false},
+		{"a ScratchVolume was replaced", func(_ *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+			svs[1].UID = "sv-3"
+			return svs
+		}, false},
+		{"the conflict order changed", func(_ *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+			return []v1alpha1.ScratchVolume{svs[1], svs[0]}
+		}, false},
+		{"a ScratchVolume no longer selects it", func(_ *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+			return svs[:1]
+		}, false},
+		{"another ScratchVolume selects it", func(_ *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+			extra := svs[1]
+			extra.Name, extra.UID = "newer", "sv-4"
+			return append(svs, extra)
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s decisionStore
+			sts, svs := decisionFixture()
+			decided := decidedFor(svs)
+			s.remember(key, inputsOf(sts, svs), decided)
+			svs = tt.change(sts, svs)
+			got, ok := s.reuse(key, inputsOf(sts, svs), svs)
+			if ok != tt.reused {
+				t.Fatalf("reused = %v, want %v", ok, tt.reused)
+			}
+			if !ok {
+				return
+			}
+			for i := range svs {
+				o := got[svs[i].Name]
+				if o == nil || o.sv != &svs[i] {
+					t.Fatalf("outcome of %s does not carry the ScratchVolume read now", svs[i].Name)
+				}
+				want := decided[svs[i].Name]
+				if (o.plan == nil) != (want.plan == nil) || o.problem != want.problem || o.kept != want.kept {
+					t.Errorf("outcome of %s = %+v, want %+v", svs[i].Name, *o, *want)
+				}
+				if o.plan != nil && (o.plan.Hash != want.plan.Hash || o.plan.ConfigData != want.plan.ConfigData || o.plan.Init != nil) {
+					t.Errorf("plan of %s kept as %+v: want its hash and drop-in, not the entries to write", svs[i].Name, *o.plan)
+				}
+				if o == want {
+					t.Errorf("outcome of %s is the remembered one, which concurrent syncs would share", svs[i].Name)
+				}
+			}
+		})
+	}
+}
+
+// TestDecisionForgetting checks that decisions go with their StatefulSet and their ScratchVolumes,
+// and that the store stays bounded.
+func TestDecisionForgetting(t *testing.T) {
+	sts, svs := decisionFixture()
+	in := inputsOf(sts, svs)
+	var s decisionStore
+	db, other := types.NamespacedName{Namespace: "ns", Name: "db"}, types.NamespacedName{Namespace: "ns", Name: "other"}
+	elsewhere := types.NamespacedName{Namespace: "ns2", Name: "db"}
+	for _, k := range []types.NamespacedName{db, other, elsewhere} {
+		s.remember(k, in, decidedFor(svs))
+	}
+	s.forget(other)
+	if _, ok := s.reuse(other, in, svs); ok {
+		t.Error("the decision on a deleted StatefulSet was kept")
+	}
+	s.forgetScratchVolume(types.NamespacedName{Namespace: "ns", Name: "new"})
+	if _, ok := s.reuse(db, in, svs); ok {
+		t.Error("a decision a deleted ScratchVolume took part in was kept")
+	}
+	if _, ok := s.reuse(elsewhere, in, svs); !ok {
+		t.Error("a ScratchVolume of the same name in another namespace took a decision with it")
+	}
+
+	for i := range maxDecisions + 10 {
+		s.remember(types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("sts-", i)}, in, decidedFor(svs))
+	}
+	if n := s.size(); n != maxDecisions {
+		t.Errorf("%d decisions kept, want the bound %d", n, maxDecisions)
+	}
+}
