@@ -117,11 +117,15 @@ demo-down: ## Stop everything make demo started and undo its changes to this mac
 ##@ Benchmarks
 
 .PHONY: bench
-bench: bench-mariadb bench-probe bench-scratch-usage ## Run every benchmark (as root); JSON and PNG results under bin/bench/.
+bench: bench-mariadb bench-mariadb-cloud bench-probe bench-scratch-usage ## Run every benchmark (as root); JSON and PNG results under bin/bench/.
 
 .PHONY: bench-mariadb
 bench-mariadb: ## MariaDB with tmpdir on tmpfs vs on disk, side by side (as root; needs mariadb-server, sysbench).
-	go run ./test/mariadb/bench -out bin/bench/mariadb -runs 5
+	go run ./test/mariadb/bench -out bin/bench/mariadb -runs 5 -buffer-pool 256Mi -scratch-size 2Gi -bigsort-mib 0 -alter-mib 0
+
+.PHONY: bench-mariadb-cloud
+bench-mariadb-cloud: ## MariaDB in a 4Gi pod on a gp3-shaped data volume: tmpdir in RAM, on the node's disk, on the volume; online ALTER (as root; about 15 minutes).
+	go run ./test/mariadb/bench -out bin/bench/mariadb-cloudvolume -runs 3 -volume gp3
 
 # The agent's idle cost needs an API server: the envtest binaries, when they are built (make
 # k8s-binaries); without them that one figure is reported as not measured.

@@ -7,21 +7,27 @@
 //     temporary table and a merging filesort;
 //   - bigsort: one query ordering more rows than fit in memory (-bigsort-mib), a filesort that
 //     merges through temporary files larger than what the kernel lets stay dirty;
+//   - alter: ALTER TABLE … ADD INDEX on a table whose index keys total -alter-mib, an online index
+//     build that sorts through files in innodb_tmpdir. The operator leaves innodb_tmpdir on the
+//     data volume, so the injected variant runs it there; it runs it a second time with
+//     innodb_tmpdir on the RAM volume (alter-ram) to show what keeping it on disk costs;
 //   - mixed: sysbench oltp_write_only, whose commits fsync the redo log, while a few clients run
 //     the same temporary-table queries; transactions per second and p95/p99 latency.
 //
-// The database container runs in a memory cgroup limited to its limits.memory (4Gi), as under a
-// kubelet, and the report gives its peak. With -volume, each pod's data volume is a cloud-shaped
-// block device (test/cloudvolume) of that profile, gp3 for example, so that the redo log's fsyncs
-// and, in the disk variant, nothing else share its bandwidth, IOPS and latency.
+// The database container runs in a memory cgroup limited to its limits.memory (-memory-limit), as
+// under a kubelet, with -buffer-pool of it for InnoDB, and the report gives its peak. The RAM
+// volume (-scratch-size) must fit beside the buffer pool, as the controller checks. With -volume,
+// each pod's data volume is a cloud-shaped block device (test/cloudvolume) of that profile, gp3 for
+// example, and a third variant keeps tmpdir on it, so that temporary files share its bandwidth,
+// IOPS and latency with the redo log's fsyncs.
 //
-// It writes <out>/mariadb-tmpdir.json and <out>/mariadb-tmpdir.png, and prints a Markdown section for
+// It writes <out>/mariadb-tmpdir.json and <out>/mariadb-tmpdir.png (mariadb-cloudvolume.* with
+// -volume), and prints a Markdown section for
 // docs/benchmarks.md on standard output. It needs root, mariadb-server, mariadb-client (mysqlslap) and
 // sysbench.
 //
-// With -replot FILE it measures nothing and needs none of that: it reads a mariadb-tmpdir.json,
-// draws its chart to mariadb-tmpdir.png in -out (default: beside FILE) and prints the Markdown
-// section.
+// With -replot FILE it measures nothing and needs none of that: it reads a results file, draws its
+// chart to a PNG of the same name in -out (default: beside FILE) and prints the Markdown section.
 package main
 
 import (
@@ -32,8 +38,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dbtune/scratch-operator/test/cloudvolume"
 	"github.com/dbtune/scratch-operator/test/mariadb"
@@ -53,6 +64,10 @@ type config struct {
 	volume          string
 	volumeSize      int64
 	bigSortMiB      int
+	alterMiB        int
+	memoryLimit     resource.Quantity
+	bufferPool      resource.Quantity
+	scratchSize     resource.Quantity
 }
 
 func main() {
@@ -69,7 +84,12 @@ func main() {
 	flag.StringVar(&cfg.volume, "volume", "none", "put each pod's data volume on a cloud-shaped volume of this profile: "+volumeChoices())
 	flag.Int64Var(&cfg.volumeSize, "volume-size-gib", 8, "size of each cloud-shaped volume, in GiB (sparse: it takes what is written)")
 	flag.IntVar(&cfg.bigSortMiB, "bigsort-mib", 768, "MiB of rows the single large sort orders, through temporary files (0: skip it)")
-	flag.StringVar(&cfg.replot, "replot", "", "draw the chart of an existing mariadb-tmpdir.json instead of measuring (to -out, default beside it)")
+	flag.IntVar(&cfg.alterMiB, "alter-mib", 256, "MiB of index keys the ALTER TABLE … ADD INDEX sorts, through files in innodb_tmpdir (0: skip it)")
+	cfg.memoryLimit, cfg.bufferPool, cfg.scratchSize = resource.MustParse("4Gi"), resource.MustParse("2560Mi"), resource.MustParse("1Gi")
+	flag.Func("memory-limit", "the database container's limits.memory, its memory cgroup's limit (default 4Gi)", quantityFlag(&cfg.memoryLimit))
+	flag.Func("buffer-pool", "innodb_buffer_pool_size of every variant (default 2560Mi)", quantityFlag(&cfg.bufferPool))
+	flag.Func("scratch-size", "size of the injected RAM volume; the controller requires limit ≥ size + buffer pool + 256Mi (default 1Gi)", quantityFlag(&cfg.scratchSize))
+	flag.StringVar(&cfg.replot, "replot", "", "draw the chart of an existing results file instead of measuring, to a PNG of its name (in -out, default beside it)")
 	flag.Parse()
 	var err error
 	if cfg.replot != "" {
@@ -117,7 +137,10 @@ func run(cfg config) error {
 			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		}
 	}()
-	ctx := context.Background()
+	// An interrupted run stops where it is and still shuts everything down: the pods, their cloud
+	// volumes (loop devices and FUSE mounts) and memory cgroups outlive a killed process.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if err := startVariants(ctx, h, cfg, &variants); err != nil {
 		return err
 	}
@@ -133,37 +156,9 @@ func run(cfg config) error {
 		}
 	}
 	res := newResults(h, cfg, variants)
-	for i := range cfg.runs {
-		for _, v := range variants {
-			r, err := v.temp(ctx, cfg)
-			if err != nil {
-				return fmt.Errorf("%s temp run %d: %w", v.name, i+1, err)
-			}
-			res.add(v.name, r)
-			fmt.Fprintf(os.Stderr, "bench: %s temp run %d: %.2f s\n", v.name, i+1, r.Seconds)
-		}
-	}
-	for i := range cfg.runs {
-		for _, v := range variants {
-			if cfg.bigSortMiB <= 0 {
-				break
-			}
-			r, err := v.bigSort(ctx, cfg)
-			if err != nil {
-				return fmt.Errorf("%s bigsort run %d: %w", v.name, i+1, err)
-			}
-			res.add(v.name, r)
-			fmt.Fprintf(os.Stderr, "bench: %s bigsort run %d: %.2f s\n", v.name, i+1, r.Seconds)
-		}
-	}
-	for i := range cfg.runs {
-		for _, v := range variants {
-			r, err := v.mixed(ctx, cfg)
-			if err != nil {
-				return fmt.Errorf("%s mixed run %d: %w", v.name, i+1, err)
-			}
-			res.add(v.name, r)
-			fmt.Fprintf(os.Stderr, "bench: %s mixed run %d: %.0f tps, p99 %.1f ms\n", v.name, i+1, r.TPS, r.P99Millis)
+	for _, w := range workloads(cfg) {
+		if err := runAlternating(ctx, cfg, variants, res, w); err != nil {
+			return err
 		}
 	}
 	for _, v := range variants {
@@ -173,6 +168,59 @@ func run(cfg config) error {
 	}
 	res.summarize()
 	return res.write(cfg.out, os.Stdout)
+}
+
+// workload is one measurement: run on each variant it applies to.
+type workload struct {
+	name string
+	run  func(*variant, context.Context, config) (runResult, error)
+	// only, when set, names the one variant the workload runs on.
+	only string
+}
+
+// workloads lists what a run with cfg measures, in order.
+func workloads(cfg config) []workload {
+	ws := []workload{{name: "temp", run: (*variant).temp}}
+	if cfg.bigSortMiB > 0 {
+		ws = append(ws, workload{name: "bigsort", run: (*variant).bigSort})
+	}
+	if cfg.alterMiB > 0 {
+		ws = append(ws,
+			workload{name: "alter", run: (*variant).alter},
+			workload{name: alterRAM, run: (*variant).alterInRAM, only: "tmpfs"})
+	}
+	return append(ws, workload{name: "mixed", run: (*variant).mixed})
+}
+
+// runAlternating runs w cfg.runs times on every variant it applies to, the variants taking turns so
+// that a slow spell of the machine does not fall on one of them only.
+func runAlternating(ctx context.Context, cfg config, variants []*variant, res *results, w workload) error {
+	for i := range cfg.runs {
+		for _, v := range variants {
+			if w.only != "" && v.name != w.only {
+				continue
+			}
+			r, err := w.run(v, ctx, cfg)
+			if err != nil {
+				return fmt.Errorf("%s %s run %d: %w", v.name, w.name, i+1, err)
+			}
+			res.add(v.name, r)
+			fmt.Fprintf(os.Stderr, "bench: %s %s run %d: %s\n", v.name, w.name, i+1, r.brief())
+		}
+	}
+	return nil
+}
+
+// quantityFlag parses a flag's value as a Kubernetes quantity (4Gi, 2560Mi).
+func quantityFlag(q *resource.Quantity) func(string) error {
+	return func(s string) error {
+		v, err := resource.ParseQuantity(s)
+		if err != nil {
+			return err
+		}
+		*q = v
+		return nil
+	}
 }
 
 // shutdown stops every pod, then closes the cloud volumes, then the host. Every pod goes first: a
@@ -204,7 +252,7 @@ func replot(cfg config, md io.Writer) error {
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
 		return err
 	}
-	pngPath, err := r.writeChart(cfg.out)
+	pngPath, err := r.writeChart(cfg.out, strings.TrimSuffix(filepath.Base(cfg.replot), filepath.Ext(cfg.replot)))
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,9 @@ type settings struct {
 	MixedTempClients   int      `json:"mixedTempClients"`
 	RunsPerMeasurement int      `json:"runsPerMeasurement"`
 	BigSortMiB         int      `json:"bigSortMiB,omitempty"`
+	AlterMiB           int      `json:"alterMiB,omitempty"`
+	// MemoryLimit is the database container's limits.memory; the buffer pool is in ServerArgs.
+	MemoryLimit string `json:"memoryLimit,omitempty"`
 }
 
 // summary holds the medians of one variant's runs.
@@ -57,6 +60,13 @@ type summary struct {
 	TempDeviceWriteMiB   float64 `json:"tempDeviceWriteMiB"`
 	BigSortSeconds       float64 `json:"bigSortSeconds,omitempty"`
 	BigSortDeviceMiB     float64 `json:"bigSortDeviceWriteMiB,omitempty"`
+	BigSortMemoryMiB     float64 `json:"bigSortMemoryPeakMiB,omitempty"`
+	AlterSeconds         float64 `json:"alterSeconds,omitempty"`
+	AlterDeviceMiB       float64 `json:"alterDeviceWriteMiB,omitempty"`
+	AlterRAMSeconds      float64 `json:"alterRAMSeconds,omitempty"`
+	AlterRAMDeviceMiB    float64 `json:"alterRAMDeviceWriteMiB,omitempty"`
+	AlterMemoryMiB       float64 `json:"alterMemoryPeakMiB,omitempty"`
+	AlterRAMMemoryMiB    float64 `json:"alterRAMMemoryPeakMiB,omitempty"`
 	MixedTPS             float64 `json:"mixedTransactionsPerSecond"`
 	MixedP95Millis       float64 `json:"mixedP95LatencyMillis"`
 	MixedP99Millis       float64 `json:"mixedP99LatencyMillis"`
@@ -75,11 +85,11 @@ func newResults(h *mariadb.Host, cfg config, variants []*variant) *results {
 			MariaDB: fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch),
 		},
 		Settings: settings{
-			ServerArgs: serverArgs, ScratchVolumeSize: scratchVolume("").Spec.Size.String(), Rows: cfg.rows,
+			ServerArgs: serverArgs(cfg), ScratchVolumeSize: cfg.scratchSize.String(), Rows: cfg.rows,
 			Queries: []string{groupQuery, sortQuery}, SlapClients: cfg.clients, SlapQueries: cfg.queries,
 			MixedSeconds: cfg.mixedDuration.Seconds(), SysbenchThreads: cfg.sysbenchThreads,
 			SysbenchTables: sysbenchTables, MixedTempClients: cfg.tempClients, RunsPerMeasurement: cfg.runs,
-			BigSortMiB: cfg.bigSortMiB,
+			BigSortMiB: cfg.bigSortMiB, AlterMiB: cfg.alterMiB, MemoryLimit: cfg.memoryLimit.String(),
 		},
 		Variants: map[string]*variant{},
 		Runs:     map[string][]runResult{},
@@ -96,10 +106,11 @@ func (r *results) add(variant string, run runResult) { r.Runs[variant] = append(
 
 func (r *results) summarize() {
 	for name, runs := range r.Runs {
+		// A failed run has no figures: the median is of those that completed.
 		pick := func(workload string, f func(runResult) float64) float64 {
 			var xs []float64
 			for _, run := range runs {
-				if run.Workload == workload {
+				if run.Workload == workload && run.Failed == "" {
 					xs = append(xs, f(run))
 				}
 			}
@@ -111,6 +122,13 @@ func (r *results) summarize() {
 			TempDeviceWriteMiB:   pick("temp", func(x runResult) float64 { return x.DeviceWriteMiB }),
 			BigSortSeconds:       pick("bigsort", func(x runResult) float64 { return x.Seconds }),
 			BigSortDeviceMiB:     pick("bigsort", func(x runResult) float64 { return x.DeviceWriteMiB }),
+			BigSortMemoryMiB:     pick("bigsort", func(x runResult) float64 { return x.MemoryPeakMiB }),
+			AlterSeconds:         pick("alter", func(x runResult) float64 { return x.Seconds }),
+			AlterDeviceMiB:       pick("alter", func(x runResult) float64 { return x.DeviceWriteMiB }),
+			AlterRAMSeconds:      pick(alterRAM, func(x runResult) float64 { return x.Seconds }),
+			AlterRAMDeviceMiB:    pick(alterRAM, func(x runResult) float64 { return x.DeviceWriteMiB }),
+			AlterMemoryMiB:       pick("alter", func(x runResult) float64 { return x.MemoryPeakMiB }),
+			AlterRAMMemoryMiB:    pick(alterRAM, func(x runResult) float64 { return x.MemoryPeakMiB }),
 			MixedTPS:             pick("mixed", func(x runResult) float64 { return x.TPS }),
 			MixedP95Millis:       pick("mixed", func(x runResult) float64 { return x.P95Millis }),
 			MixedP99Millis:       pick("mixed", func(x runResult) float64 { return x.P99Millis }),
@@ -140,11 +158,11 @@ func (r *results) write(dir string, md io.Writer) error {
 	if err != nil {
 		return err
 	}
-	jsonPath := filepath.Join(dir, "mariadb-tmpdir.json")
+	jsonPath := filepath.Join(dir, r.baseName()+".json")
 	if err := os.WriteFile(jsonPath, append(raw, '\n'), 0o644); err != nil {
 		return err
 	}
-	pngPath, err := r.writeChart(dir)
+	pngPath, err := r.writeChart(dir, r.baseName())
 	if err != nil {
 		return err
 	}
@@ -152,17 +170,26 @@ func (r *results) write(dir string, md io.Writer) error {
 	return err
 }
 
-// writeChart draws the chart to dir/mariadb-tmpdir.png and returns that path.
-func (r *results) writeChart(dir string) (string, error) {
+// baseName names the results' files: the runs on a cloud-shaped volume apart from those on this
+// machine's disk, so that both can sit side by side in one directory.
+func (r *results) baseName() string {
+	if v := r.Variants["tmpfs"]; v != nil && v.DataVolume != "" {
+		return "mariadb-cloudvolume"
+	}
+	return "mariadb-tmpdir"
+}
+
+// writeChart draws the chart to dir/<base>.png and returns that path.
+func (r *results) writeChart(dir, base string) (string, error) {
 	var png bytes.Buffer
 	if err := r.chart().WritePNG(&png); err != nil {
 		return "", err
 	}
-	pngPath := filepath.Join(dir, "mariadb-tmpdir.png")
+	pngPath := filepath.Join(dir, base+".png")
 	return pngPath, os.WriteFile(pngPath, png.Bytes(), 0o644)
 }
 
-// readResults reads a mariadb-tmpdir.json. Its variants' order is not in the file: they are put
+// readResults reads a mariadb-tmpdir.json or mariadb-cloudvolume.json. Its variants' order is not in the file: they are put
 // in the order the benchmark runs them.
 func readResults(path string) (*results, error) {
 	b, err := os.ReadFile(path)
@@ -175,7 +202,7 @@ func readResults(path string) (*results, error) {
 	}
 	for _, name := range variantNames {
 		if r.Variants[name] == nil || len(r.Runs[name]) == 0 {
-			return nil, fmt.Errorf("%s has no runs of the %s variant: not a mariadb-tmpdir.json", path, name)
+			return nil, fmt.Errorf("%s has no runs of the %s variant: not the benchmark's results", path, name)
 		}
 		r.order = append(r.order, name)
 	}
@@ -190,13 +217,17 @@ func (r *results) markdown(pngPath, jsonPath string) string {
 	vt := r.Variants["tmpfs"]
 	vd := r.Variants["disk"]
 	var b strings.Builder
-	fmt.Fprintf(&b, "## MariaDB tmpdir: tmpfs vs disk\n\n")
+	if vt.DataVolume != "" {
+		fmt.Fprintf(&b, "## MariaDB tmpdir on a cloud-shaped volume, in a %s pod\n\n", r.Settings.MemoryLimit)
+	} else {
+		fmt.Fprintf(&b, "## MariaDB tmpdir: tmpfs vs disk\n\n")
+	}
 	fmt.Fprintf(&b, "Measured %s on %d CPUs, Linux %s, MariaDB %s, by `go run ./test/mariadb/bench` (as root). ",
 		r.Generated.Format("2006-01-02"), r.Machine.CPUs, r.Machine.Kernel, r.Machine.MariaDB)
 	fmt.Fprintf(&b, "One StatefulSet, run %d times side by side by the real-server harness with the same server settings (`%s`): ",
 		len(r.order), strings.Join(r.Settings.ServerArgs, " "))
-	fmt.Fprintf(&b, "injected with a %s ScratchVolume (tmpdir `%s` on %s), and as written (tmpdir `%s` in the container's writable layer, on %s, the filesystem of the data volume). ",
-		r.Settings.ScratchVolumeSize, vt.TmpDir, vt.FS, vd.TmpDir, vd.FS)
+	fmt.Fprintf(&b, "injected with a %s ScratchVolume (tmpdir `%s` on %s), and as written (tmpdir `%s` in the container's writable layer, on %s, %s). ",
+		r.Settings.ScratchVolumeSize, vt.TmpDir, vt.FS, vd.TmpDir, vd.FS, r.diskVariantPlace())
 	fmt.Fprintf(&b, "Runs alternate between the variants; each figure is the median of %d runs.\n\n", r.Settings.RunsPerMeasurement)
 	fmt.Fprintf(&b, "- **temp**: mysqlslap, %d concurrent clients, %d queries over a %d-row table: a GROUP BY on a TEXT column (on-disk temporary table) ordered by an aggregate, and a deep page of a TEXT sort (merging filesort).\n",
 		r.Settings.SlapClients, r.Settings.SlapQueries, r.Settings.Rows)
@@ -204,12 +235,17 @@ func (r *results) markdown(pngPath, jsonPath string) string {
 		fmt.Fprintf(&b, "- **bigsort**: one query ordering %d MiB of generated rows (`%s`): a filesort merging through temporary files larger than what the kernel lets stay dirty.\n",
 			r.Settings.BigSortMiB, bigSortQuery(r.Settings.BigSortMiB))
 	}
-	fmt.Fprintf(&b, "- **mixed**: sysbench oltp_write_only (%d threads, %s, %.0f s; every commit fsyncs the redo log) while %d clients run the same queries back to back.\n\n",
+	if a := r.Settings.AlterMiB; a > 0 {
+		fmt.Fprintf(&b, "- **alter**: `%s` on a table of %d rows, %d MiB of %d-byte keys, an online index build sorting through files in innodb_tmpdir (tmpfs: `%s` on %s, where the operator keeps it; disk: `%s` on %s). **alter-ram**: the same on the tmpfs variant with `SET SESSION innodb_tmpdir` to its RAM volume, what `spec.mysql.innodbTmpdir: Memory` would do.\n",
+			addIndex, int64(a)<<20/alterKeyBytes, a, alterKeyBytes, vt.InnoDBTmpDir, vt.InnoDBFS, vd.InnoDBTmpDir, vd.InnoDBFS)
+	}
+	fmt.Fprintf(&b, "- **mixed**: sysbench oltp_write_only (%d threads, %s, %.0f s; every transaction ends with a commit that fsyncs the redo log, and its latency is the transaction's) while %d clients run the same queries back to back.\n\n",
 		r.Settings.SysbenchThreads, strings.Join(r.Settings.SysbenchTables, " "), r.Settings.MixedSeconds, r.Settings.MixedTempClients)
 	r.writeTable(&b)
-	fmt.Fprintf(&b, "\nDevice writes are the whole block devices', other activity on the machine included. ")
 	if vt.DataVolume != "" {
-		fmt.Fprintf(&b, "The data directory is on a cloud-shaped volume, %s, one per pod; device writes include it. ", vt.DataVolume)
+		fmt.Fprintf(&b, "\nThe data directory is on a cloud-shaped volume, %s, one per pod. Data volume writes are what its block device received during the run, the pod's own writes only; the disk variant's temporary files go to the node's disk instead, whose writes (`nodeDiskWriteMiB` in the JSON) include the cloud volumes' backing files and the rest of the machine and compare with nothing. ", vt.DataVolume)
+	} else {
+		fmt.Fprintf(&b, "\nData volume writes are the node's disk's, under the data directory, other activity on the machine included. ")
 	}
 	if v := r.Variants[volumeVariant]; v != nil {
 		fmt.Fprintf(&b, "The %s variant keeps tmpdir in the data directory (`%s`), on the data volume. ", volumeVariant, v.TmpDir)
@@ -223,27 +259,46 @@ func (r *results) markdown(pngPath, jsonPath string) string {
 	return b.String()
 }
 
-// tableRows are the rows of the Markdown table, each a figure of every variant.
-var tableRows = []struct {
-	name, unit     string
-	higherIsBetter bool
-	value          func(summary, *variant) float64
-}{
-	{"temp: time for all queries", "s", false, func(s summary, _ *variant) float64 { return s.TempSeconds }},
-	{"temp: queries/s", "", true, func(s summary, _ *variant) float64 { return s.TempQueriesPerSecond }},
-	{"temp: device writes", "MiB", false, func(s summary, _ *variant) float64 { return s.TempDeviceWriteMiB }},
-	{bigSortRow, "s", false, func(s summary, _ *variant) float64 { return s.BigSortSeconds }},
-	{"bigsort: device writes", "MiB", false, func(s summary, _ *variant) float64 { return s.BigSortDeviceMiB }},
-	{"mixed: sysbench transactions/s", "", true, func(s summary, _ *variant) float64 { return s.MixedTPS }},
-	{"mixed: sysbench p95 latency", "ms", false, func(s summary, _ *variant) float64 { return s.MixedP95Millis }},
-	{"mixed: sysbench p99 latency", "ms", false, func(s summary, _ *variant) float64 { return s.MixedP99Millis }},
-	{"mixed: temporary-table queries/s", "", true, func(s summary, _ *variant) float64 { return s.MixedQueriesPerSec }},
-	{"mixed: device writes", "MiB", false, func(s summary, _ *variant) float64 { return s.MixedDeviceWriteMiB }},
-	{memoryRow, "MiB", false, func(_ summary, v *variant) float64 { return v.MemoryPeakMiB }},
+// diskVariantPlace says where the as-written variant's tmpdir is relative to the data volume.
+func (r *results) diskVariantPlace() string {
+	if r.Variants["tmpfs"].DataVolume != "" {
+		return "the node's disk, outside the data volume"
+	}
+	return "the filesystem of the data volume"
 }
 
-// memoryRow is left out for results measured before the harness had memory cgroups, and the
-// bigsort rows for results without that workload.
+// tableRow is a row of the Markdown table: a figure of every variant that ran workload, or of
+// every variant when workload is empty.
+type tableRow struct {
+	name, unit, workload string
+	higherIsBetter       bool
+	value                func(summary, *variant) float64
+}
+
+// tableRows are the rows of the Markdown table.
+var tableRows = []tableRow{
+	{"temp: time for all queries", "s", "temp", false, func(s summary, _ *variant) float64 { return s.TempSeconds }},
+	{"temp: queries/s", "", "temp", true, func(s summary, _ *variant) float64 { return s.TempQueriesPerSecond }},
+	{"temp: data volume writes", "MiB", "temp", false, func(s summary, _ *variant) float64 { return s.TempDeviceWriteMiB }},
+	{bigSortRow, "s", "bigsort", false, func(s summary, _ *variant) float64 { return s.BigSortSeconds }},
+	{"bigsort: data volume writes", "MiB", "bigsort", false, func(s summary, _ *variant) float64 { return s.BigSortDeviceMiB }},
+	{"bigsort: memory cgroup peak", "MiB", "bigsort", false, func(s summary, _ *variant) float64 { return s.BigSortMemoryMiB }},
+	{"alter: time of the ADD INDEX", "s", "alter", false, func(s summary, _ *variant) float64 { return s.AlterSeconds }},
+	{"alter: data volume writes", "MiB", "alter", false, func(s summary, _ *variant) float64 { return s.AlterDeviceMiB }},
+	{"alter: memory cgroup peak", "MiB", "alter", false, func(s summary, _ *variant) float64 { return s.AlterMemoryMiB }},
+	{"alter-ram: ADD INDEX, innodb_tmpdir in RAM", "s", alterRAM, false, func(s summary, _ *variant) float64 { return s.AlterRAMSeconds }},
+	{"alter-ram: data volume writes", "MiB", alterRAM, false, func(s summary, _ *variant) float64 { return s.AlterRAMDeviceMiB }},
+	{"alter-ram: memory cgroup peak", "MiB", alterRAM, false, func(s summary, _ *variant) float64 { return s.AlterRAMMemoryMiB }},
+	{"mixed: sysbench transactions/s", "", "mixed", true, func(s summary, _ *variant) float64 { return s.MixedTPS }},
+	{"mixed: sysbench p95 latency", "ms", "mixed", false, func(s summary, _ *variant) float64 { return s.MixedP95Millis }},
+	{"mixed: sysbench p99 latency", "ms", "mixed", false, func(s summary, _ *variant) float64 { return s.MixedP99Millis }},
+	{"mixed: temporary-table queries/s", "", "mixed", true, func(s summary, _ *variant) float64 { return s.MixedQueriesPerSec }},
+	{"mixed: data volume writes", "MiB", "mixed", false, func(s summary, _ *variant) float64 { return s.MixedDeviceWriteMiB }},
+	{memoryRow, "MiB", "", false, func(_ summary, v *variant) float64 { return v.MemoryPeakMiB }},
+}
+
+// memoryRow is left out for results measured before the harness had memory cgroups, and the rows
+// of a workload for results without it.
 const (
 	memoryRow  = "container memory cgroup peak"
 	bigSortRow = "bigsort: time of the large sort"
@@ -261,24 +316,48 @@ func (r *results) writeTable(b *strings.Builder) {
 	}
 	b.WriteString("\n|---|" + strings.Repeat("---:|", len(r.order)+len(others)) + "\n")
 	for _, row := range tableRows {
-		if row.name == memoryRow && r.Variants["tmpfs"].MemoryLimitMiB == 0 ||
-			strings.HasPrefix(row.name, "bigsort") && r.Medians["tmpfs"].BigSortSeconds == 0 {
+		if row.name == memoryRow && r.Variants["tmpfs"].MemoryLimitMiB == 0 || row.workload != "" && !r.hasRuns(row.workload) {
 			continue
 		}
 		value := func(name string) float64 { return row.value(r.Medians[name], r.Variants[name]) }
 		fmt.Fprintf(b, "| %s |", row.name)
 		for _, name := range r.order {
-			fmt.Fprintf(b, " %.2f %s |", value(name), row.unit)
+			fmt.Fprintf(b, " %s |", r.cell(name, row))
 		}
 		for _, name := range others {
 			cmp := ratio(value("tmpfs"), value(name), row.higherIsBetter)
-			if row.unit == "MiB" && row.name != memoryRow && max(value("tmpfs"), value(name)) < noiseMiB {
+			if strings.HasSuffix(row.name, "volume writes") && max(value("tmpfs"), value(name)) < noiseMiB {
 				cmp = "both negligible"
 			}
 			fmt.Fprintf(b, " %s |", cmp)
 		}
 		b.WriteString("\n")
 	}
+}
+
+// cell is a variant's figure in a row: a dash when the variant did not run the workload, "failed"
+// when every run of it filled its filesystem.
+func (r *results) cell(name string, row tableRow) string {
+	if row.workload != "" {
+		ran, failed := 0, 0
+		for _, run := range r.Runs[name] {
+			if run.Workload == row.workload {
+				ran++
+				if run.Failed != "" {
+					failed++
+				}
+			}
+		}
+		switch {
+		case ran == 0:
+			return "–"
+		case failed == ran:
+			return "failed (full)"
+		case failed > 0:
+			return fmt.Sprintf("%.2f %s (%d of %d failed)", row.value(r.Medians[name], r.Variants[name]), row.unit, failed, ran)
+		}
+	}
+	return fmt.Sprintf("%.2f %s", row.value(r.Medians[name], r.Variants[name]), row.unit)
 }
 
 // oomKills lists the OOM kills of each variant's container.

@@ -27,6 +27,10 @@ var panels = []struct {
 	{"bigsort: one large filesort\n(lower is better)", "time of the query (s)", []measure{
 		{"ORDER BY through temporary files", "bigsort", func(r runResult) float64 { return r.Seconds }},
 	}},
+	{"alter: ADD INDEX\n(lower is better)", "time of the ALTER (s)", []measure{
+		{"innodb_tmpdir as placed", "alter", func(r runResult) float64 { return r.Seconds }},
+		{"innodb_tmpdir in RAM", alterRAM, func(r runResult) float64 { return r.Seconds }},
+	}},
 	{"mixed: sysbench throughput\n(higher is better)", "transactions per second (tx/s)", []measure{
 		{"oltp_write_only", "mixed", func(r runResult) float64 { return r.TPS }},
 	}},
@@ -46,7 +50,8 @@ func (r *results) chart() *chart.Chart {
 		Machine:      fmt.Sprintf("%d CPUs, Linux %s, MariaDB %s", r.Machine.CPUs, r.Machine.Kernel, r.Machine.MariaDB),
 		// Generated is taken just before the first measured run.
 		Measured: r.Generated,
-		Notes:    fmt.Sprintf("Bars: median of %d runs per variant, the variants alternating.%s", r.Settings.RunsPerMeasurement, r.variantNote()),
+		Notes: fmt.Sprintf("Bars: median of %d runs per variant, the variants alternating.%s%s",
+			r.Settings.RunsPerMeasurement, r.variantNote(), r.conditionsNote()),
 	}
 	for _, p := range panels {
 		if !r.hasRuns(p.measures[0].workload) {
@@ -80,10 +85,15 @@ func (r *results) hasRuns(workload string) bool {
 // spread is the bar of one measure over one variant's runs; NaN, drawn as no bar, without runs.
 func spread(runs []runResult, m measure) chart.Bar {
 	var xs []float64
+	failed := false
 	for _, run := range runs {
-		if run.Workload == m.workload {
+		failed = failed || run.Workload == m.workload && run.Failed != ""
+		if run.Workload == m.workload && run.Failed == "" {
 			xs = append(xs, m.value(run))
 		}
+	}
+	if len(xs) == 0 && failed {
+		return chart.Bar{Value: math.NaN(), Label: "failed: full"}
 	}
 	if len(xs) == 0 {
 		return chart.Bar{Value: math.NaN(), Label: "no runs"}
@@ -91,12 +101,28 @@ func spread(runs []runResult, m measure) chart.Bar {
 	return chart.Bar{Value: median(xs), Low: slices.Min(xs), High: slices.Max(xs)}
 }
 
+// conditionsNote states the pod's memory limit and data volume, for results that record them.
+func (r *results) conditionsNote() string {
+	var b strings.Builder
+	if r.Settings.MemoryLimit != "" {
+		fmt.Fprintf(&b, " Memory limit %s, RAM volume %s.", r.Settings.MemoryLimit, r.Settings.ScratchVolumeSize)
+	}
+	if v := r.Variants["tmpfs"]; v != nil && v.DataVolume != "" {
+		fmt.Fprintf(&b, " Data volumes: %s.", v.DataVolume)
+	}
+	return b.String()
+}
+
 // variantNote says where each variant's tmpdir was.
 func (r *results) variantNote() string {
 	var b strings.Builder
 	for _, name := range r.order {
 		if v := r.Variants[name]; v != nil {
-			fmt.Fprintf(&b, " %s: tmpdir %s on %s.", name, v.TmpDir, v.FS)
+			fmt.Fprintf(&b, " %s: tmpdir %s on %s", name, v.TmpDir, v.FS)
+			if v.InnoDBTmpDir != "" && v.InnoDBTmpDir != v.TmpDir {
+				fmt.Fprintf(&b, ", innodb_tmpdir %s on %s", v.InnoDBTmpDir, v.InnoDBFS)
+			}
+			b.WriteString(".")
 		}
 	}
 	return b.String()

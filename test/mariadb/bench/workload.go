@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"golang.org/x/sys/unix"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,15 +35,32 @@ const (
 	sortQuery  = "SELECT id, note FROM bench.docs ORDER BY note DESC LIMIT 2000 OFFSET 8000"
 )
 
-// serverArgs are the settings both variants run with: a modest buffer pool and redo log, enough
+// serverArgs are the settings every variant runs with: cfg's buffer pool, a modest redo log, enough
 // connections for the clients, defaults for everything that decides when temporary data spills.
-var serverArgs = []string{
-	"--skip-networking",
-	"--innodb-buffer-pool-size=256M",
-	"--innodb-log-file-size=64M",
-	"--max-connections=300",
-	"--innodb-buffer-pool-dump-at-shutdown=OFF",
-	"--innodb-buffer-pool-load-at-startup=OFF",
+// The buffer pool is on the command line, where the controller reads it to check that the RAM
+// volume fits beside it in the memory limit.
+func serverArgs(cfg config) []string {
+	return []string{
+		"--skip-networking",
+		"--innodb-buffer-pool-size=" + mysqldSize(cfg.bufferPool.Value()),
+		"--innodb-log-file-size=64M",
+		"--max-connections=300",
+		"--innodb-buffer-pool-dump-at-shutdown=OFF",
+		"--innodb-buffer-pool-load-at-startup=OFF",
+	}
+}
+
+// mysqldSize writes bytes in mysqld's size syntax, with the largest binary suffix that divides it.
+func mysqldSize(bytes int64) string {
+	for _, u := range []struct {
+		suffix string
+		shift  uint
+	}{{"G", 30}, {"M", 20}, {"K", 10}} {
+		if bytes != 0 && bytes%(1<<u.shift) == 0 {
+			return strconv.FormatInt(bytes>>u.shift, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(bytes, 10)
 }
 
 // dataDir is where the data volume is mounted and the server keeps its data.
@@ -58,6 +77,10 @@ type variant struct {
 	// TmpDir is the server's tmpdir and FS the type of filesystem it is on.
 	TmpDir string `json:"tmpdir"`
 	FS     string `json:"filesystem"`
+	// InnoDBTmpDir is where online ALTER TABLE sorts (innodb_tmpdir, tmpdir when empty) and
+	// InnoDBFS the type of filesystem it is on.
+	InnoDBTmpDir string `json:"innodbTmpdir,omitempty"`
+	InnoDBFS     string `json:"innodbTmpdirFilesystem,omitempty"`
 	// DataFS is the type of filesystem of the data directory.
 	DataFS string `json:"dataFilesystem"`
 	// DataVolume is the profile of the cloud-shaped volume the data directory is on, if any.
@@ -71,13 +94,14 @@ type variant struct {
 	MemoryLimitMiB float64 `json:"memoryLimitMiB"`
 	// OOMKills counts the container's processes the kernel killed for reaching the limit.
 	OOMKills int64 `json:"oomKills,omitempty"`
-	// devices are the sysfs statistics files of the block devices the pod writes to: the machine's
-	// disk and, when it has one, its cloud-shaped data volume.
-	devices []string
-	volume  *cloudvolume.Volume
+	// dataDevice is the sysfs statistics file of the block device under the data directory: the
+	// cloud-shaped volume, or the node's disk without one. nodeDevice is the node's disk's when
+	// that is another device.
+	dataDevice, nodeDevice string
+	volume                 *cloudvolume.Volume
 }
 
-func statefulSet(h *mariadb.Host, name string, extraArgs ...string) *appsv1.StatefulSet {
+func statefulSet(h *mariadb.Host, cfg config, name string, extraArgs ...string) *appsv1.StatefulSet {
 	labels := map[string]string{"app.kubernetes.io/name": name}
 	v := h.Server.Version
 	return &appsv1.StatefulSet{
@@ -89,9 +113,9 @@ func statefulSet(h *mariadb.Host, name string, extraArgs ...string) *appsv1.Stat
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{
 					Name:  "mariadb",
 					Image: fmt.Sprintf("mariadb:%d.%d", v.Major, v.Minor),
-					Args:  append(slices.Clone(serverArgs), extraArgs...),
+					Args:  append(serverArgs(cfg), extraArgs...),
 					Resources: corev1.ResourceRequirements{
-						Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("4Gi")},
+						Limits: corev1.ResourceList{corev1.ResourceMemory: cfg.memoryLimit},
 					},
 					VolumeMounts: []corev1.VolumeMount{{Name: dataClaim, MountPath: dataDir}},
 				}}},
@@ -101,12 +125,12 @@ func statefulSet(h *mariadb.Host, name string, extraArgs ...string) *appsv1.Stat
 	}
 }
 
-func scratchVolume(target string) *v1alpha1.ScratchVolume {
+func scratchVolume(target string, size resource.Quantity) *v1alpha1.ScratchVolume {
 	return &v1alpha1.ScratchVolume{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: "scratch"},
 		Spec: v1alpha1.ScratchVolumeSpec{
 			Target:  v1alpha1.ScratchTarget{Name: target},
-			Size:    resource.MustParse("2Gi"),
+			Size:    size,
 			Purpose: v1alpha1.PurposeMySQLTmpdir,
 			MySQL:   &v1alpha1.MySQLSpec{Injection: v1alpha1.InjectionConfigFile, InnoDBTmpdir: v1alpha1.InnoDBTmpdirDisk},
 			Memory:  v1alpha1.MemorySpec{Accounting: v1alpha1.MemoryValidate},
@@ -139,10 +163,10 @@ func startVariants(ctx context.Context, h *mariadb.Host, cfg config, out *[]*var
 		if name == volumeVariant {
 			extraArgs = append(extraArgs, "--tmpdir="+dataDir)
 		}
-		sts := statefulSet(h, "bench-"+name, extraArgs...)
+		sts := statefulSet(h, cfg, "bench-"+name, extraArgs...)
 		var svs []*v1alpha1.ScratchVolume
 		if name == "tmpfs" {
-			svs = append(svs, scratchVolume(sts.Name))
+			svs = append(svs, scratchVolume(sts.Name, cfg.scratchSize))
 		}
 		pod, err := h.NewPod(sts, svs...)
 		if err != nil {
@@ -161,6 +185,12 @@ func startVariants(ctx context.Context, h *mariadb.Host, cfg config, out *[]*var
 		}
 		if (name == "tmpfs") != (v.FS == "tmpfs") {
 			return fmt.Errorf("the %s variant's tmpdir %s is on %s", name, v.TmpDir, v.FS)
+		}
+		if name == "tmpfs" && cfg.alterMiB > 0 {
+			// alter-ram needs it, late in the run: find out now whether the server takes it.
+			if err := v.tryInnoDBTmpdir(ctx, v.TmpDir); err != nil {
+				return err
+			}
 		}
 		if err := v.load(ctx, cfg); err != nil {
 			return fmt.Errorf("failed to load the %s variant: %w", name, err)
@@ -207,14 +237,18 @@ func (v *variant) inspect(ctx context.Context, h *mariadb.Host) error {
 	if v.FS, err = fsType(v.pod, v.TmpDir); err != nil {
 		return err
 	}
+	if err := v.pod.DB().QueryRowContext(ctx, "SELECT COALESCE(NULLIF(@@innodb_tmpdir, ''), @@tmpdir)").Scan(&v.InnoDBTmpDir); err != nil {
+		return err
+	}
+	if v.InnoDBFS, err = fsType(v.pod, v.InnoDBTmpDir); err != nil {
+		return err
+	}
 	if v.DataFS, err = fsType(v.pod, v.pod.DataDir); err != nil {
 		return err
 	}
-	v.devices = nil
-	for _, dir := range []string{h.Dir(), v.pod.ClaimDir(dataClaim)} {
-		if d := blockDevice(dir); d != "" && !slices.Contains(v.devices, d) {
-			v.devices = append(v.devices, d)
-		}
+	v.dataDevice, v.nodeDevice = blockDevice(v.pod.ClaimDir(dataClaim)), blockDevice(h.Dir())
+	if v.nodeDevice == v.dataDevice {
+		v.nodeDevice = ""
 	}
 	return nil
 }
@@ -257,8 +291,64 @@ func (v *variant) load(ctx context.Context, cfg config) error {
 			return fmt.Errorf("%s: %w", q, err)
 		}
 	}
-	_, err := v.sysbench(ctx, "prepare")
+	for _, q := range alterTableLoad(cfg.alterMiB) {
+		if cfg.alterMiB <= 0 {
+			break
+		}
+		if _, err := v.pod.DB().ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("failed to load the table the ALTER indexes: %s: %w", q, err)
+		}
+	}
+	if _, err := v.sysbench(ctx, "prepare"); err != nil {
+		return err
+	}
+	return v.flushDirtyPages(ctx)
+}
+
+// Bounds on flushDirtyPages: a few pages stay dirty in a quiet server (its own bookkeeping).
+const (
+	cleanEnoughPages = 100
+	flushTimeout     = 3 * time.Minute
+)
+
+// flushDirtyPages writes what loading left dirty in the buffer pool before anything is measured.
+// A buffer pool of gigabytes holds all of it, and the first statement that forces a checkpoint (an
+// ALTER TABLE does) would otherwise pay for writing it to the volume.
+func (v *variant) flushDirtyPages(ctx context.Context) error {
+	db := v.pod.DB()
+	var pct string
+	if err := db.QueryRowContext(ctx, "SELECT @@innodb_max_dirty_pages_pct").Scan(&pct); err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, "SET GLOBAL innodb_max_dirty_pages_pct = 0"); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, flushTimeout)
+	defer cancel()
+	err := waitForDirtyPages(ctx, db, cleanEnoughPages)
+	if _, rerr := db.ExecContext(context.WithoutCancel(ctx), "SET GLOBAL innodb_max_dirty_pages_pct = "+pct); rerr != nil {
+		return errors.Join(err, rerr)
+	}
 	return err
+}
+
+// waitForDirtyPages waits until the buffer pool has at most pages dirty pages.
+func waitForDirtyPages(ctx context.Context, db *sql.DB, pages int64) error {
+	for {
+		var name string
+		var dirty int64
+		if err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'").Scan(&name, &dirty); err != nil {
+			return fmt.Errorf("failed to flush the buffer pool after loading: %w", err)
+		}
+		if dirty <= pages {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the buffer pool still had %d dirty pages: %w", dirty, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func (v *variant) sysbench(ctx context.Context, args ...string) (string, error) {
@@ -283,14 +373,29 @@ type runResult struct {
 	TPS       float64 `json:"transactionsPerSecond,omitempty"`
 	P95Millis float64 `json:"p95LatencyMillis,omitempty"`
 	P99Millis float64 `json:"p99LatencyMillis,omitempty"`
+	// Failed is the error of a run that filled the disk or the RAM volume it wrote to: a finding,
+	// not a fault of the benchmark, so the other runs go on.
+	Failed string `json:"failed,omitempty"`
 	// TmpDiskTables, TmpFiles and SortMergePasses are the server's counters over the run.
 	TmpDiskTables   int64 `json:"createdTmpDiskTables"`
 	TmpFiles        int64 `json:"createdTmpFiles"`
 	SortMergePasses int64 `json:"sortMergePasses"`
-	// DeviceWriteMiB is what the block device under the data volume wrote during the run, from
-	// /sys/dev/block/*/stat: the whole device, other activity included.
+	// DeviceWriteMiB is what the block device under the data directory wrote during the run, from
+	// /sys/dev/block/*/stat: exactly the pod's own writes on a cloud-shaped volume; without one,
+	// the node's disk, other activity on the machine included.
 	DeviceWriteMiB float64 `json:"deviceWriteMiB"`
+	// NodeDiskWriteMiB is, with a cloud-shaped volume, what the node's disk wrote: the temporary
+	// files of a tmpdir outside the volume, but also the cloud volumes' backing files and the rest
+	// of the machine's activity.
+	NodeDiskWriteMiB float64 `json:"nodeDiskWriteMiB,omitempty"`
+	// MemoryPeakMiB is the highest charge of the container's memory cgroup seen during the run,
+	// sampled every memorySampleInterval: the server, the page cache of its files and the tmpfs.
+	MemoryPeakMiB float64 `json:"memoryPeakMiB,omitempty"`
 }
+
+// memorySampleInterval is how often a run samples the memory cgroup's charge. The cgroup's own peak
+// covers the pod's whole life; the samples tell the workloads apart.
+const memorySampleInterval = 100 * time.Millisecond
 
 // bigSortRowBytes is the size of one row of bigSortQuery's result.
 const bigSortRowBytes = 960
@@ -310,13 +415,52 @@ func (v *variant) bigSort(ctx context.Context, cfg config) (runResult, error) {
 	err := v.measure(ctx, &r, func() error {
 		start := time.Now()
 		var sum sql.NullInt64
-		if err := v.pod.DB().QueryRowContext(ctx, bigSortQuery(cfg.bigSortMiB)).Scan(&sum); err != nil {
+		err := v.pod.DB().QueryRowContext(ctx, bigSortQuery(cfg.bigSortMiB)).Scan(&sum)
+		if err := r.settle(err, start); err != nil {
 			return fmt.Errorf("the large sort: %w", err)
 		}
-		r.Seconds = time.Since(start).Seconds()
 		return nil
 	})
 	return r, err
+}
+
+// settle records the time since start of a statement that ended with err, or, when err says the
+// statement's temporary files filled their filesystem, its failure; it returns any other error.
+func (r *runResult) settle(err error, start time.Time) error {
+	switch {
+	case err == nil:
+		r.Seconds = time.Since(start).Seconds()
+	case filledUp(err):
+		r.Failed = err.Error()
+	default:
+		return err
+	}
+	return nil
+}
+
+// filledUp says whether a server error reports a full filesystem or table: the answer of a RAM
+// volume too small for the statement, which gets ENOSPC where a disk would have had room.
+func filledUp(err error) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case 3, 1021, 1030, 1114, 1878: // error writing a file, disk full, errno from the engine, table full, temporary file write failure
+		return true
+	}
+	return false
+}
+
+// brief is a run's figures in a few words, for the progress lines.
+func (r runResult) brief() string {
+	switch {
+	case r.Failed != "":
+		return "failed: " + r.Failed
+	case r.Workload == "mixed":
+		return fmt.Sprintf("%.0f tps, p95 %.1f ms, p99 %.1f ms", r.TPS, r.P95Millis, r.P99Millis)
+	}
+	return fmt.Sprintf("%.2f s, %.1f MiB written", r.Seconds, r.DeviceWriteMiB)
 }
 
 var slapSeconds = regexp.MustCompile(`Average number of seconds to run all queries: ([0-9.]+) seconds`)
@@ -383,11 +527,17 @@ func (v *variant) measure(ctx context.Context, r *runResult, workload func() err
 	if err != nil {
 		return err
 	}
-	written := deviceWrites(v.devices)
-	if err := workload(); err != nil {
+	data, node := deviceWritten(v.dataDevice), deviceWritten(v.nodeDevice)
+	stopWatching := v.watchMemory()
+	err = workload()
+	r.MemoryPeakMiB = float64(stopWatching()) / (1 << 20)
+	if err != nil {
 		return err
 	}
-	r.DeviceWriteMiB = float64(deviceWrites(v.devices)-written) / (1 << 20)
+	r.DeviceWriteMiB = float64(deviceWritten(v.dataDevice)-data) / (1 << 20)
+	if v.nodeDevice != "" {
+		r.NodeDiskWriteMiB = float64(deviceWritten(v.nodeDevice)-node) / (1 << 20)
+	}
 	after, err := v.counters(ctx)
 	if err != nil {
 		return err
@@ -396,6 +546,32 @@ func (v *variant) measure(ctx context.Context, r *runResult, workload func() err
 	r.TmpFiles = after["Created_tmp_files"] - before["Created_tmp_files"]
 	r.SortMergePasses = after["Sort_merge_passes"] - before["Sort_merge_passes"]
 	return nil
+}
+
+// watchMemory samples the container's memory charge until stop is called, which returns the
+// highest sample in bytes.
+func (v *variant) watchMemory() (stop func() int64) {
+	done, peak := make(chan struct{}), make(chan int64, 1)
+	go func() {
+		tick := time.NewTicker(memorySampleInterval)
+		defer tick.Stop()
+		var highest int64
+		for {
+			if u, err := v.pod.MemoryUsage(); err == nil {
+				highest = max(highest, u.CurrentBytes)
+			}
+			select {
+			case <-done:
+				peak <- highest
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		return <-peak
+	}
 }
 
 func (v *variant) counters(ctx context.Context) (map[string]int64, error) {
@@ -487,16 +663,12 @@ func blockDevice(dir string) string {
 	return p
 }
 
-// deviceWrites is the bytes the devices have written since boot (or since a loop device was bound).
-func deviceWrites(statFiles []string) int64 {
-	var total int64
-	for _, f := range statFiles {
-		total += deviceWritten(f)
-	}
-	return total
-}
-
+// deviceWritten is the bytes a device has written since boot (or since a loop device was bound),
+// or 0 for "", no device.
 func deviceWritten(statFile string) int64 {
+	if statFile == "" {
+		return 0
+	}
 	raw, err := os.ReadFile(statFile)
 	if err != nil {
 		return 0
