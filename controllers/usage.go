@@ -190,7 +190,7 @@ func (rep *report) limitsFor(rec *resource.Quantity) string {
 
 // statefulSetOf returns which of targets (StatefulSet names) pod belongs to: a StatefulSet names
 // its pods <name>-<ordinal>.
-func statefulSetOf[V any](pod string, targets map[string]V) (string, bool) {
+func statefulSetOf(pod string, targets map[string][]v1alpha1.ScratchVolumeUsage) (string, bool) {
 	i := strings.LastIndexByte(pod, '-')
 	if i <= 0 || i == len(pod)-1 || strings.Trim(pod[i+1:], "0123456789") != "" {
 		return "", false
