@@ -101,18 +101,9 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 		return r.settle(ctx, sts, svs, outcomes)
 	}
 	targetsPlanned.WithLabelValues(sts.Namespace).Inc()
-	outcomes := decide(svs, sts)
-	plans, kept := winningPlans(outcomes), keptNames(outcomes)
-	user := inject.Strip(sts.Spec.Template)
-	changes, states := inject.Overrides(&user, &sts.Spec.Template, plans, kept)
-	desired := inject.Desired(plans)
-	for _, name := range kept {
-		desired = desired.Merge(inject.ObservedFor(&sts.Spec.Template, name))
-	}
-	desired = desired.WithAnnotations(states)
-	observed := inject.Observed(&sts.Spec.Template)
-	pending := inject.Pending(&sts.Spec.Template, changes, &user)
-	if desired.Equal(observed) && len(pending) == 0 {
+	tp := planTarget(svs, sts)
+	outcomes, desired, observed, pending := tp.outcomes, tp.desired, tp.observed, tp.pending
+	if tp.settled() {
 		r.decisions.remember(key, inputs, outcomes)
 		return r.settle(ctx, sts, svs, outcomes)
 	}
@@ -127,13 +118,15 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 	if err := r.ensureConfigMaps(ctx, sts, outcomes); err != nil {
 		return nil, err
 	}
-	// sts may be the cache's own object (see targets); the write updates it from the responses.
-	*sts = *sts.DeepCopy()
-	if err := r.write(ctx, sts, desired, observed, pending); err != nil {
+	// sts may be the cache's own object (see targets): the write works on a copy, which it updates
+	// from the responses. The copy is dropped with the write, not kept by the caller until its
+	// reconcile ends: a selector's reconcile may write hundreds of targets.
+	live := sts.DeepCopy()
+	if err := r.write(ctx, live, desired, observed, pending); err != nil {
 		return nil, err
 	}
-	// write leaves sts.Generation at what the last write's response said.
-	r.written.record(key, sts.Generation)
+	// write leaves the generation at what the last write's response said.
+	r.written.record(key, live.Generation)
 	g := r.guards.update(key, svs, func(g writeGuard) writeGuard { return rule.afterWrite(g, now, len(restored) > 0) })
 	if len(restored) > 0 {
 		restoresTotal.WithLabelValues(sts.Namespace).Inc()
@@ -141,6 +134,36 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 	r.recordChange(sts, outcomes, desired, observed, restored)
 	return withGuard(outcomes, g), nil
 }
+
+// targetPlan is what a sync decides for one StatefulSet from the ScratchVolumes that select it:
+// the outcome per ScratchVolume, the controller's entries wanted and found, and the container
+// changes (flags, environment, memory) still to make.
+type targetPlan struct {
+	outcomes          map[string]*outcome
+	desired, observed inject.Entries
+	pending           []inject.ContainerChange
+}
+
+// planTarget decides, reading nothing but its arguments.
+func planTarget(svs []v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) targetPlan {
+	outcomes := decide(svs, sts)
+	plans, kept := winningPlans(outcomes), keptNames(outcomes)
+	user := inject.Strip(sts.Spec.Template)
+	changes, states := inject.Overrides(&user, &sts.Spec.Template, plans, kept)
+	desired := inject.Desired(plans)
+	for _, name := range kept {
+		desired = desired.Merge(inject.ObservedFor(&sts.Spec.Template, name))
+	}
+	return targetPlan{
+		outcomes: outcomes,
+		desired:  desired.WithAnnotations(states),
+		observed: inject.Observed(&sts.Spec.Template),
+		pending:  inject.Pending(&sts.Spec.Template, changes, &user),
+	}
+}
+
+// settled reports whether the StatefulSet already carries everything planned.
+func (tp targetPlan) settled() bool { return tp.desired.Equal(tp.observed) && len(tp.pending) == 0 }
 
 // settle finishes the sync of a StatefulSet that already carries what the outcomes ask for: a try
 // after a write-war hold may have lasted long enough to end the fight, and a drop-in ConfigMap
