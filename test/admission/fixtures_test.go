@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
 
@@ -90,6 +91,9 @@ func database(ns, name, container, image string, args []string, opts ...stsOptio
 						Args:  args,
 						Env:   []corev1.EnvVar{{Name: "MYSQL_RANDOM_ROOT_PASSWORD", Value: "1"}},
 						Ports: []corev1.ContainerPort{{Name: "mysql", ContainerPort: 3306}},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+							TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("mysql")},
+						}, PeriodSeconds: 10},
 						Resources: corev1.ResourceRequirements{
 							Requests: corev1.ResourceList{
 								corev1.ResourceCPU:    resource.MustParse("500m"),
@@ -101,6 +105,11 @@ func database(ns, name, container, image string, args []string, opts ...stsOptio
 							AllowPrivilegeEscalation: ptr.To(false),
 							RunAsUser:                ptr.To[int64](999),
 						},
+					}},
+					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
+							TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+						}}},
 					}},
 				},
 			},
