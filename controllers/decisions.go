@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"sync"
+	"unique"
 
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
@@ -144,14 +145,16 @@ func (s *decisionStore) remember(key types.NamespacedName, in decisionInputs, ou
 // settledPlan is the part of p that the sync of a StatefulSet already carrying it reads: what the
 // status reports and the drop-in ConfigMap's content. The entries to write (volumes, mounts, the
 // init container, flags, memory) are left out: they are about half of what a plan holds, which a
-// fleet would otherwise keep once per target.
+// fleet would otherwise keep once per target. The drop-in file's content is held once for all
+// the targets that get the same one, as those of one ScratchVolume over a fleet of one kind of
+// server do.
 func settledPlan(p *inject.Plan) *inject.Plan {
 	if p == nil {
 		return nil
 	}
 	return &inject.Plan{
 		ScratchVolume: p.ScratchVolume, Container: p.Container, Hash: p.Hash, Notes: p.Notes,
-		ConfigVolume: p.ConfigVolume, ConfigKey: p.ConfigKey, ConfigData: p.ConfigData,
+		ConfigVolume: p.ConfigVolume, ConfigKey: p.ConfigKey, ConfigData: unique.Make(p.ConfigData).Value(),
 		Injection: p.Injection, Locations: p.Locations, Profile: p.Profile,
 	}
 }

@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -135,5 +137,22 @@ func TestDecisionForgetting(t *testing.T) {
 	}
 	if n := s.size(); n != maxDecisions {
 		t.Errorf("%d decisions kept, want the bound %d", n, maxDecisions)
+	}
+}
+
+// TestSettledPlansShareTheirDropInFile checks that targets given the same drop-in file hold its
+// content once, and that a different content stays its own.
+func TestSettledPlansShareTheirDropInFile(t *testing.T) {
+	data := func(s string) *inject.Plan {
+		// Built at run time, as planning builds it: two equal contents start as two strings.
+		return &inject.Plan{ConfigKey: "dbtune.cnf", ConfigData: strings.Clone(s)}
+	}
+	a, b := settledPlan(data("[mysqld]\ntmpdir=/var/lib/mysql-tmp\n")), settledPlan(data("[mysqld]\ntmpdir=/var/lib/mysql-tmp\n"))
+	c := settledPlan(data("[mysqld]\ntmpdir=/tmp/ram\n"))
+	if unsafe.StringData(a.ConfigData) != unsafe.StringData(b.ConfigData) {
+		t.Error("two targets with the same drop-in file hold two copies of it")
+	}
+	if c.ConfigData != "[mysqld]\ntmpdir=/tmp/ram\n" || unsafe.StringData(a.ConfigData) == unsafe.StringData(c.ConfigData) {
+		t.Errorf("a different drop-in file was not kept as it is: %q", c.ConfigData)
 	}
 }
