@@ -44,6 +44,9 @@ type phase struct {
 	ReconcileP50  float64 `json:"reconcileP50Seconds,omitempty"`
 	ReconcileP99  float64 `json:"reconcileP99Seconds,omitempty"`
 	MaxQueueDepth float64 `json:"maxQueueDepth,omitempty"`
+	// PeakRSSMiB is the manager's peak resident set (VmHWM) at the end of the phase: the process's
+	// peak so far, so the phase in which it rose is the one that set it.
+	PeakRSSMiB float64 `json:"peakRSSMiB,omitempty"`
 }
 
 // bench holds what every phase needs.
@@ -100,6 +103,7 @@ func (b *bench) measure(ctx context.Context, body func(p *phase) error) (phase, 
 	lat := mgr1.histogram("controller_runtime_reconcile_time_seconds", ours).minus(mgr0.histogram("controller_runtime_reconcile_time_seconds", ours))
 	p.ReconcileP50, p.ReconcileP99 = lat.quantile(0.5), lat.quantile(0.99)
 	p.MaxQueueDepth = depth
+	p.PeakRSSMiB = proc1.PeakRSSMiB
 	return p, nil
 }
 

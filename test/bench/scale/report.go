@@ -356,6 +356,7 @@ func (r *results) markdown() string {
 	for _, l := range r.levelsOf(defaultSettings.Name) {
 		b.WriteString(l.Memory.Profile.markdown(l.N))
 	}
+	b.WriteString(phasePeaks(r.levelsOf(defaultSettings.Name)))
 	b.WriteString("\nWithout background objects (one run each, before they were created):\n\n")
 	b.WriteString("| StatefulSets | kube-controller-manager | injected | Ready | revert (templates) | revert recorded by the StatefulSet controller | peak RSS | heap |\n|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, q := range r.Quiet {
@@ -366,6 +367,33 @@ func (r *results) markdown() string {
 		fmt.Fprintf(&b, "\nRollout run: %d StatefulSets with %d pod each on kwok nodes (pods Running %s after creation): injected in %s, Ready (every pod replaced) in %s; reverted in %s, rolled back in %s; %.2f StatefulSet writes per StatefulSet.\n",
 			ro.StatefulSets, ro.Replicas, secs(ro.PodsRunningSeconds), secs(ro.Inject.Seconds), secs(ro.Inject.ReadySeconds), secs(ro.Revert.Seconds),
 			secs(ro.RevertRolledOutSeconds), ro.Inject.StatefulSetWrites/float64(ro.StatefulSets))
+	}
+	return b.String()
+}
+
+// phasePeaks tabulates the manager's peak RSS at the end of each phase of the first run of each
+// size: the peak only grows, so the phase where it rises set it.
+func phasePeaks(levels []level) string {
+	var b strings.Builder
+	b.WriteString("\nThe manager's peak RSS at the end of each phase of the first run (it watches the bare client's phases too):\n\n")
+	b.WriteString("| StatefulSets | bare client inject | bare client revert | manager inject | steady state | GitOps re-apply | revert |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+	rows := 0
+	for _, l := range levels {
+		if len(l.Runs) == 0 || l.Runs[0].Bare.PeakRSSMiB == 0 {
+			continue // measured before the benchmark recorded it
+		}
+		r := l.Runs[0]
+		peak := func(p *phase) string {
+			if p == nil || p.PeakRSSMiB == 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%.0f MiB", p.PeakRSSMiB)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", l.N, peak(&r.Bare), peak(&r.BareRevert), peak(&r.Selector), peak(r.Steady), peak(r.GitOps), peak(&r.Revert))
+		rows++
+	}
+	if rows == 0 {
+		return ""
 	}
 	return b.String()
 }
