@@ -69,7 +69,7 @@ func bindFlags(fs *flag.FlagSet, opts *options) {
 	fs.BoolVar(&opts.leaderElect, "leader-elect", false, "Elect a leader so that only one of several replicas reconciles.")
 	fs.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
 	fs.StringVar(&opts.namespaces, "namespaces", "", "Comma-separated namespaces to watch; empty watches all.")
-	fs.IntVar(&opts.concurrency, "max-concurrent-reconciles", 4, "ScratchVolumes reconciled in parallel.")
+	fs.IntVar(&opts.concurrency, "max-concurrent-reconciles", 4, "ScratchVolumes reconciled in parallel, and StatefulSets synced at once across them.")
 	fs.DurationVar(&opts.syncPeriod, "sync-period", 0, "How often every cached object is handed to the controllers again; 0 keeps controller-runtime's default (10h).")
 	fs.Float64Var(&opts.qps, "kube-api-qps", 0, "Client-side limit of the manager's requests per second to the API server; 0 sets none and leaves queuing to the server's API Priority and Fairness.")
 	fs.IntVar(&opts.burst, "kube-api-burst", 0, "Requests the manager may send at once above --kube-api-qps; 0 means twice the QPS. Ignored when --kube-api-qps is 0.")

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -31,11 +32,16 @@ type ScratchVolumeReconciler struct {
 	Recorder recorder.EventRecorder
 	// APIReader reads around the cache, where a write must see the object it just changed.
 	APIReader client.Reader
-	// MaxConcurrentReconciles bounds parallel reconciles (default 1).
+	// MaxConcurrentReconciles bounds parallel reconciles, and the target syncs in flight across
+	// them (default 1).
 	MaxConcurrentReconciles int
 	// WriteWar is when the controller stops restoring entries another writer keeps removing
 	// (default: 3 restores within 10 minutes).
 	WriteWar WriteWarRule
+
+	// slots bounds the target syncs in flight across all reconciles (see syncTargets).
+	slots     chan struct{}
+	slotsOnce sync.Once
 
 	guards guardStore
 	// written holds the generations of the controller's writes the cache has not seen yet.
@@ -116,13 +122,39 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	return ctrl.Result{RequeueAfter: report.retryAfter(time.Now())}, nil
 }
 
-// syncTargets syncs every target and reports each. A failed write is reported as such and the
-// others still go ahead; the failures come back joined, for a retry with backoff. A conflict ends
-// the loop at once: the retry re-reads everything.
+// syncTargets syncs every target and reports each, in order. A failed write is reported as such
+// and the others still go ahead; the failures come back joined, for a retry with backoff. A
+// conflict ends the reconcile: the retry re-reads everything.
+//
+// The targets are synced in parallel, each holding one of the reconciler's sync slots, as many as
+// it has workers: all reconciles together never have more syncs in flight than workers, as when
+// each reconcile synced its targets one after the other, but when fewer ScratchVolumes than
+// workers are left to reconcile, their targets use the idle slots instead of leaving them idle.
 func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.ScratchVolume, targets []appsv1.StatefulSet, report *report) error {
+	type synced struct {
+		out map[string]*outcome
+		err error
+	}
+	results := make([]synced, len(targets))
+	slots := r.syncSlots()
+	var wg sync.WaitGroup
+	for i := range targets {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return ctx.Err()
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			out, err := r.syncStatefulSet(ctx, &targets[i])
+			results[i] = synced{out, err}
+		})
+	}
+	wg.Wait()
 	var errs []error
 	for i := range targets {
-		out, err := r.syncStatefulSet(ctx, &targets[i])
+		out, err := results[i].out, results[i].err
 		if denial := admissionDenial(err); denial != "" {
 			// Trying again at once would be refused the same way: the status says why, and the
 			// StatefulSet's next change (the label a policy asks for) or the retry brings the next try.
@@ -141,6 +173,12 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 		report.add(&targets[i], out[sv.Name])
 	}
 	return errors.Join(errs...)
+}
+
+// syncSlots returns the channel whose capacity bounds the target syncs in flight: one per worker.
+func (r *ScratchVolumeReconciler) syncSlots() chan struct{} {
+	r.slotsOnce.Do(func() { r.slots = make(chan struct{}, max(1, r.MaxConcurrentReconciles)) })
+	return r.slots
 }
 
 // finalize removes the ScratchVolume from every StatefulSet that carries it, then lets it go.
