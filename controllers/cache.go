@@ -76,7 +76,7 @@ func trimStatefulSet(obj any) (any, error) {
 // aliases, pull secrets, readiness and scheduling gates), and of every container its ports,
 // probes, lifecycle hooks and resize policy. What planning reads stays: names, images, commands,
 // arguments, environment, mounts, security contexts, volumes, resources. The containers' resource
-// lists are shared among the cached StatefulSets that have the same ones (internResources): a
+// lists are shared among the cached StatefulSets that have the same ones (sharedResources): a
 // fleet comes in a few sizes, and each list is a map of several hundred bytes.
 func trimPodSpec(spec *corev1.PodSpec) {
 	spec.Affinity, spec.Tolerations, spec.TopologySpreadConstraints, spec.NodeSelector = nil, nil, nil, nil
