@@ -181,6 +181,19 @@ func (r *ScratchVolumeReconciler) syncSlots() chan struct{} {
 	return r.slots
 }
 
+// withSlot runs fn holding one of the sync slots, for the syncs outside syncTargets (reverts of
+// targets a ScratchVolume no longer selects), which count against the same bound.
+func (r *ScratchVolumeReconciler) withSlot(ctx context.Context, fn func() error) error {
+	slots := r.syncSlots()
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-slots }()
+	return fn()
+}
+
 // finalize removes the ScratchVolume from every StatefulSet that carries it, then lets it go.
 func (r *ScratchVolumeReconciler) finalize(ctx context.Context, sv *v1alpha1.ScratchVolume) error {
 	if !controllerutil.ContainsFinalizer(sv, v1alpha1.ScratchVolumeFinalizer) {
@@ -230,7 +243,7 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 		if kept[injected.Items[i].Name] {
 			continue
 		}
-		if _, err := r.syncStatefulSet(ctx, &injected.Items[i]); err != nil {
+		if err := r.withSlot(ctx, func() error { _, err := r.syncStatefulSet(ctx, &injected.Items[i]); return err }); err != nil {
 			return err
 		}
 		r.Recorder.Eventf(sv, &injected.Items[i], corev1.EventTypeNormal, EventReverted, actionRevert,
