@@ -1,12 +1,14 @@
 package controllers
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -20,9 +22,9 @@ import (
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // CacheOptions keep the manager's informer caches small at scale: managedFields are dropped (the
-// controller compares the entries it owns, not field sets), StatefulSets keep only what the
-// controller reads (trimStatefulSet), and only the ConfigMaps the controller made are cached, not
-// every ConfigMap in the cluster. An empty namespaces list watches all.
+// controller compares the entries it owns, not field sets), StatefulSets keep only what every
+// reconcile reads of them (trimStatefulSet), and only the ConfigMaps the controller made are
+// cached, not every ConfigMap in the cluster. An empty namespaces list watches all.
 func CacheOptions(namespaces []string) cache.Options {
 	o := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -46,13 +48,18 @@ func CacheOptions(namespaces []string) cache.Options {
 // replaces.
 var stripManagedFields toolscache.TransformFunc = cache.TransformStripManagedFields()
 
-// trimStatefulSet drops from a cached StatefulSet what the controller never reads, which a fleet
-// would otherwise hold once per StatefulSet: managedFields, kubectl's last-applied copy of the
-// manifest, the pod selector (the StatefulSet's own business), the volumeClaimTemplates but their
-// names (which tell a persistent data directory), the status conditions, and the parts of the pod
-// template no decision reads (trimPodSpec). The controller writes with server-side apply and JSON
-// patches of its own entries, never the cached object, so nothing dropped here is written back;
-// and a JSON patch addresses list items by index, so no list item is ever dropped, only fields.
+// trimStatefulSet keeps of a cached StatefulSet what the controller reads of every target on
+// every reconcile: its metadata but managedFields and kubectl's last-applied copy of the manifest
+// (the labels select it, the generation and owner references key its remembered decision), its
+// replicas and update strategy and its status but the conditions (how far a rollout got), and its
+// pod template's annotations (which ScratchVolumes' entries it carries, with their hashes).
+//
+// The pod template's spec, the volumeClaimTemplates and the pod selector go: they are read only
+// to plan a StatefulSet, which syncStatefulSet does on the whole object read from the API server
+// when no remembered decision covers the StatefulSet's generation, and never on this one. Kept,
+// they were about two thirds of what the cache held per StatefulSet. Nothing is written back from
+// the cached object: the controller writes with server-side apply and JSON patches made from the
+// whole one.
 func trimStatefulSet(obj any) (any, error) {
 	obj, err := stripManagedFields(obj)
 	sts, ok := obj.(*appsv1.StatefulSet)
@@ -61,52 +68,41 @@ func trimStatefulSet(obj any) (any, error) {
 	}
 	// The object is fresh from the watch and not shared yet: it is the transform's to change.
 	delete(sts.Annotations, lastAppliedAnnotation)
-	for i, t := range sts.Spec.VolumeClaimTemplates {
-		sts.Spec.VolumeClaimTemplates[i] = corev1.PersistentVolumeClaim{}
-		sts.Spec.VolumeClaimTemplates[i].Name = t.Name
-	}
-	sts.Spec.Selector = nil
+	sts.Spec.Selector, sts.Spec.VolumeClaimTemplates = nil, nil
+	sts.Spec.Template = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: sts.Spec.Template.Annotations}}
 	sts.Status.Conditions = nil
-	trimPodSpec(&sts.Spec.Template.Spec)
 	return sts, nil
 }
 
-// trimPodSpec drops from a pod template's spec the fields planning never reads: where the pods
-// run (affinity, tolerations, spread, node selector), how they are reached and pulled (DNS, host
-// aliases, pull secrets, readiness and scheduling gates), and of every container its ports,
-// probes, lifecycle hooks and resize policy. What planning reads stays: names, images, commands,
-// arguments, environment, mounts, security contexts, volumes, resources. The containers' resource
-// lists are shared among the cached StatefulSets that have the same ones (sharedResources): a
-// fleet comes in a few sizes, and each list is a map of several hundred bytes.
-func trimPodSpec(spec *corev1.PodSpec) {
-	spec.Affinity, spec.Tolerations, spec.TopologySpreadConstraints, spec.NodeSelector = nil, nil, nil, nil
-	spec.DNSConfig, spec.HostAliases, spec.ImagePullSecrets = nil, nil, nil
-	spec.ReadinessGates, spec.SchedulingGates = nil, nil
-	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
-		for i := range cs {
-			c := &cs[i]
-			c.Ports, c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle, c.ResizePolicy = nil, nil, nil, nil, nil, nil
-			c.Resources.Requests = sharedResources.intern(c.Resources.Requests)
-			c.Resources.Limits = sharedResources.intern(c.Resources.Limits)
+// plannedContainer is the container of sts named name, with only what checking a larger volume
+// against its memory limit reads (limitsFor): a remembered decision keeps it instead of the pod
+// template. Its resource lists are shared among the decisions that have equal ones
+// (sharedResources): a fleet comes in a few sizes, and each list is a map of several hundred bytes.
+func plannedContainer(sts *appsv1.StatefulSet, name string) *corev1.Container {
+	for i := range sts.Spec.Template.Spec.Containers {
+		if c := &sts.Spec.Template.Spec.Containers[i]; c.Name == name {
+			return &corev1.Container{Name: c.Name, Command: slices.Clone(c.Command), Args: slices.Clone(c.Args), Resources: corev1.ResourceRequirements{
+				Requests: sharedResources.intern(c.Resources.Requests), Limits: sharedResources.intern(c.Resources.Limits),
+			}}
 		}
 	}
+	return nil
 }
 
 // maxSharedResourceLists bounds the distinct resource lists kept for sharing. Past it the table
 // starts again: lists already shared stay shared, new ones are shared from then on.
 const maxSharedResourceLists = 4096
 
-// sharedResources are the resource lists the cached StatefulSets share.
+// sharedResources are the resource lists the remembered decisions share.
 var sharedResources = resourceLists{lists: map[string]corev1.ResourceList{}}
 
-// resourceLists hands out one copy of each distinct resource list. The copies are read only, like
-// everything in the cache: the controller copies a StatefulSet before it changes it.
+// resourceLists hands out one copy of each distinct resource list. The copies are read only.
 type resourceLists struct {
 	mu    sync.Mutex
 	lists map[string]corev1.ResourceList
 }
 
-// intern returns the shared list equal to l, l itself the first time. Two lists are equal when
+// intern returns the shared list equal to l, a copy of l the first time. Two lists are equal when
 // they name the same resources with quantities that print the same: nothing the controller reads
 // of a quantity can tell them apart.
 func (r *resourceLists) intern(l corev1.ResourceList) corev1.ResourceList {
@@ -122,8 +118,8 @@ func (r *resourceLists) intern(l corev1.ResourceList) corev1.ResourceList {
 	if len(r.lists) >= maxSharedResourceLists {
 		clear(r.lists)
 	}
-	r.lists[key] = l
-	return l
+	r.lists[key] = l.DeepCopy()
+	return r.lists[key]
 }
 
 func resourceListKey(l corev1.ResourceList) string {

@@ -19,46 +19,35 @@ import (
 )
 
 func TestTrimStatefulSet(t *testing.T) {
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}}
-	sts.Spec.Template.Annotations = map[string]string{"scratch.dbtune.io/tmp": "abc"}
-	sts.Spec.Template.Spec.Containers = []corev1.Container{{Name: "mariadb", Image: "mariadb:11.4",
-		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/mysql"}}}}
+	sts := fullStatefulSet("mariadb:11.4", nil, nil, "2Gi")
+	sts.Spec.Template.Annotations = map[string]string{"scratch.dbtune.io/tmp": "abc", "kubectl.kubernetes.io/restartedAt": "now"}
 	sts.Annotations = map[string]string{lastAppliedAnnotation: `{"kind":"StatefulSet"}`, "team": "db"}
 	sts.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
-	sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-		ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: map[string]string{"a": "b"}},
-		Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}},
-	}}
-	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 3, UpdatedReplicas: 2, CurrentRevision: "r1", UpdateRevision: "r2",
-		Conditions: []appsv1.StatefulSetCondition{{Type: "Unrelated", Status: corev1.ConditionTrue}}}
 	sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
-	template, status := *sts.Spec.Template.DeepCopy(), *sts.Status.DeepCopy()
+	sts.Status.Conditions = []appsv1.StatefulSetCondition{{Type: "Unrelated", Status: corev1.ConditionTrue}}
+	want := sts.DeepCopy()
 
-	out, err := trimStatefulSet(sts)
-	if err != nil {
-		t.Fatal(err)
+	got := mustTrim(t, sts).(*appsv1.StatefulSet)
+	if got.Spec.Template.Spec.Containers != nil || got.Spec.Template.Spec.Volumes != nil || got.Spec.Template.Labels != nil {
+		t.Errorf("the pod template's spec or labels kept: %+v", got.Spec.Template)
 	}
-	got := out.(*appsv1.StatefulSet)
-	if diff := cmp.Diff(template, got.Spec.Template); diff != "" {
-		t.Errorf("the pod template changed (-want +got):\n%s", diff)
+	if got.Spec.VolumeClaimTemplates != nil || got.Spec.Selector != nil || got.ManagedFields != nil || got.Status.Conditions != nil {
+		t.Errorf("claims, selector, managedFields or conditions kept: %+v", got)
 	}
-	status.Conditions = nil
-	if diff := cmp.Diff(status, got.Status); diff != "" {
+	// What every reconcile reads stays as it was.
+	delete(want.Annotations, lastAppliedAnnotation)
+	want.ManagedFields, want.Status.Conditions = nil, nil
+	if diff := cmp.Diff(want.ObjectMeta, got.ObjectMeta); diff != "" {
+		t.Errorf("metadata (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want.Spec.Template.Annotations, got.Spec.Template.Annotations); diff != "" {
+		t.Errorf("pod template annotations (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want.Status, got.Status); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"team": "db"}, got.Annotations); diff != "" {
-		t.Errorf("annotations (-want +got):\n%s", diff)
-	}
-	wantClaims := []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
-	if diff := cmp.Diff(wantClaims, got.Spec.VolumeClaimTemplates); diff != "" {
-		t.Errorf("volumeClaimTemplates (-want +got):\n%s", diff)
-	}
-	if got.Spec.Selector != nil {
-		t.Errorf("selector kept: %v", got.Spec.Selector)
-	}
-	if got.ManagedFields != nil {
-		t.Errorf("managedFields kept: %v", got.ManagedFields)
+	if *got.Spec.Replicas != 3 || *got.Spec.UpdateStrategy.RollingUpdate.Partition != 1 {
+		t.Errorf("replicas or update strategy dropped: %+v", got.Spec)
 	}
 	if cm := (&corev1.ConfigMap{Data: map[string]string{"k": "v"}}); mustTrim(t, cm) != cm {
 		t.Error("another kind was not passed through")
@@ -74,8 +63,8 @@ func mustTrim(t *testing.T, obj any) any {
 	return out
 }
 
-// fullStatefulSet is a StatefulSet with everything trimPodSpec drops set, and resources written in
-// several ways: the plans made from it must not change when the cache trims it.
+// fullStatefulSet is a StatefulSet with much of what a pod template may hold, half-way through a
+// partitioned rollout.
 func fullStatefulSet(image string, args []string, env []corev1.EnvVar, limit string) *appsv1.StatefulSet {
 	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(3306)}}, PeriodSeconds: 10}
 	db := corev1.Container{
@@ -113,6 +102,12 @@ func fullStatefulSet(image string, args []string, env []corev1.EnvVar, limit str
 		Volumes:          []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db-conf"}}}}},
 	}
 	sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
+	sts.Spec.Replicas = ptr.To[int32](3)
+	sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](1)}}
+	sts.Generation = 4
+	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 4, Replicas: 3, ReadyReplicas: 3, UpdatedReplicas: 1,
+		CurrentRevision: "db-1", UpdateRevision: "db-2"}
 	return sts
 }
 
@@ -127,9 +122,11 @@ func selectorScratchVolume(name string, change func(*v1alpha1.ScratchVolumeSpec)
 	return sv
 }
 
-// TestTrimmedStatefulSetsPlanTheSame plans each case on the whole StatefulSet and on the cache's
-// trimmed copy, before and after the injection: what is dropped must never change a decision.
-func TestTrimmedStatefulSetsPlanTheSame(t *testing.T) {
+// TestTrimmedStatefulSetsReportTheSame plans each case on the whole StatefulSet, before and after
+// the injection, and checks that the cache's trimmed copy gives what a reconcile reads of it
+// without planning the same as the whole one: the inputs that key the remembered decision, the
+// ScratchVolumes whose entries it carries, and the status reported from each outcome.
+func TestTrimmedStatefulSetsReportTheSame(t *testing.T) {
 	mariadbFlags := []corev1.EnvVar{{Name: "MARIADB_EXTRA_FLAGS", Value: "--max-connections=500"}}
 	cases := []struct {
 		name string
@@ -147,57 +144,69 @@ func TestTrimmedStatefulSetsPlanTheSame(t *testing.T) {
 		{"limit too small", fullStatefulSet("mariadb:11.4", nil, nil, "200Mi"), []v1alpha1.ScratchVolume{selectorScratchVolume("a", nil)}},
 		{"two ScratchVolumes", fullStatefulSet("mysql:8.0.39", nil, nil, "4Gi"), []v1alpha1.ScratchVolume{selectorScratchVolume("a", nil), selectorScratchVolume("b", nil)}},
 	}
-	sameQuantity := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 && a.String() == b.String() })
-	opts := []cmp.Option{sameQuantity, cmp.Exporter(func(reflect.Type) bool { return true }), cmpopts.IgnoreFields(outcome{}, "sv")}
+	opts := []cmp.Option{cmp.Exporter(func(reflect.Type) bool { return true }), cmpopts.EquateEmpty()}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			full := c.sts
 			for round := range 2 {
 				trimmed := mustTrim(t, full.DeepCopy()).(*appsv1.StatefulSet)
-				want, got := planTarget(c.svs, full), planTarget(c.svs, trimmed)
-				if diff := cmp.Diff(want, got, opts...); diff != "" {
-					t.Fatalf("round %d: the trimmed StatefulSet was planned differently (-whole +trimmed):\n%s", round, diff)
+				if !inputsOf(full, c.svs).equal(inputsOf(trimmed, c.svs)) {
+					t.Errorf("round %d: the decision inputs differ: whole %+v, trimmed %+v", round, inputsOf(full, c.svs), inputsOf(trimmed, c.svs))
 				}
-				if round == 1 && !want.settled() {
-					t.Errorf("the injected StatefulSet is not settled: desired %+v, observed %+v, pending %v", want.desired, want.observed, want.pending)
+				if diff := cmp.Diff(inject.ScratchVolumes(&full.Spec.Template), inject.ScratchVolumes(&trimmed.Spec.Template)); diff != "" {
+					t.Errorf("round %d: the injected-by index differs (-whole +trimmed):\n%s", round, diff)
 				}
-				// The next round plans the StatefulSet as the injection leaves it.
+				tp := planTarget(c.svs, full)
+				for i := range c.svs {
+					whole, cached := newReport(&c.svs[i], WriteWarRule{}), newReport(&c.svs[i], WriteWarRule{})
+					whole.add(full, tp.outcomes[c.svs[i].Name])
+					cached.add(trimmed, tp.outcomes[c.svs[i].Name])
+					if diff := cmp.Diff(whole, cached, opts...); diff != "" {
+						t.Errorf("round %d, %s: the status from the trimmed StatefulSet differs (-whole +trimmed):\n%s", round, c.svs[i].Name, diff)
+					}
+					if round == 1 && len(whole.targets) == 1 && whole.targets[0].Injected && len(whole.rollout) == 0 {
+						t.Errorf("round %d, %s: a partitioned rollout half-way was reported done", round, c.svs[i].Name)
+					}
+				}
+				if round == 1 && !tp.settled() {
+					t.Errorf("the injected StatefulSet is not settled: desired %+v, observed %+v, pending %v", tp.desired, tp.observed, tp.pending)
+				}
+				// The next round reports the StatefulSet as the injection leaves it.
 				full = full.DeepCopy()
-				full.Spec.Template = inject.Inject(full.Spec.Template, winningPlans(want.outcomes))
+				full.Spec.Template = inject.Inject(full.Spec.Template, winningPlans(tp.outcomes))
 			}
 		})
 	}
 }
 
-// TestTrimPodSpec checks what the cache drops from a pod template and that equal resource lists
-// are held once.
-func TestTrimPodSpec(t *testing.T) {
-	a := mustTrim(t, fullStatefulSet("mariadb:11.4", nil, nil, "2Gi")).(*appsv1.StatefulSet)
-	b := mustTrim(t, fullStatefulSet("mysql:8.4", nil, nil, "2Gi")).(*appsv1.StatefulSet)
-	c := mustTrim(t, fullStatefulSet("mysql:8.4", nil, nil, "3Gi")).(*appsv1.StatefulSet)
-	pod := &a.Spec.Template.Spec
-	if pod.Affinity != nil || pod.Tolerations != nil || pod.NodeSelector != nil || pod.ImagePullSecrets != nil || pod.DNSConfig != nil || pod.ReadinessGates != nil {
-		t.Errorf("scheduling and pull fields kept: %+v", pod)
+// TestPlannedContainer checks what a remembered decision keeps of the container that gets the
+// volume, and that equal resource lists are held once, apart from the object they came from.
+func TestPlannedContainer(t *testing.T) {
+	a := fullStatefulSet("mariadb:11.4", []string{"--innodb-buffer-pool-size=1G"}, nil, "2Gi")
+	b := fullStatefulSet("mysql:8.4", nil, nil, "2Gi")
+	c := fullStatefulSet("mysql:8.4", nil, nil, "3Gi")
+	ca, cb, cc := plannedContainer(a, "db"), plannedContainer(b, "db"), plannedContainer(c, "db")
+	want := corev1.Container{Name: "db", Args: []string{"--innodb-buffer-pool-size=1G"}, Resources: a.Spec.Template.Spec.Containers[0].Resources}
+	if diff := cmp.Diff(want, *ca); diff != "" {
+		t.Errorf("planned container (-want +got):\n%s", diff)
 	}
-	for _, c := range append(pod.InitContainers, pod.Containers...) {
-		if c.Ports != nil || c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil || c.Lifecycle != nil || c.ResizePolicy != nil {
-			t.Errorf("container %s keeps ports, probes or hooks: %+v", c.Name, c)
-		}
-	}
-	db := pod.Containers[0]
-	if db.SecurityContext == nil || db.Image != "mariadb:11.4" || len(db.VolumeMounts) != 1 || len(pod.Volumes) != 1 {
-		t.Errorf("what planning reads was dropped: %+v, volumes %v", db, pod.Volumes)
+	if plannedContainer(a, "nope") != nil {
+		t.Error("a container that is not there was found")
 	}
 	same := func(x, y corev1.ResourceList) bool {
 		return reflect.ValueOf(x).Pointer() == reflect.ValueOf(y).Pointer()
 	}
-	if !same(db.Resources.Limits, b.Spec.Template.Spec.Containers[0].Resources.Limits) {
+	if !same(ca.Resources.Limits, cb.Resources.Limits) {
 		t.Error("two equal limit lists are held twice")
 	}
-	if same(db.Resources.Limits, c.Spec.Template.Spec.Containers[0].Resources.Limits) {
+	if same(ca.Resources.Limits, cc.Resources.Limits) {
 		t.Error("a 2Gi and a 3Gi limit list are held as one")
 	}
-	if got := c.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory]; got.String() != "3Gi" {
-		t.Errorf("memory limit %s after sharing, want 3Gi", got.String())
+	if same(ca.Resources.Limits, a.Spec.Template.Spec.Containers[0].Resources.Limits) {
+		t.Error("the shared list is the StatefulSet's own, which a later read may change")
+	}
+	a.Spec.Template.Spec.Containers[0].Args[0] = "changed"
+	if got := cc.Resources.Limits[corev1.ResourceMemory]; got.String() != "3Gi" || ca.Args[0] != "--innodb-buffer-pool-size=1G" {
+		t.Errorf("the planned container changed with its StatefulSet: limit %s, args %v", got.String(), ca.Args)
 	}
 }

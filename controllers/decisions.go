@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,15 +35,21 @@ func init() {
 	metrics.Registry.MustRegister(targetsPlanned)
 }
 
-// decisionInputs are what a target's decision is made from: the StatefulSet as the cache has it
-// and the live ScratchVolumes that select it, oldest first (the order settles conflicts). A
-// resourceVersion covers every change of the StatefulSet, the UID its replacement by another of
-// the same name; a ScratchVolume's generation covers its spec, the only part planning reads
-// besides its name, so the status the controller writes on every reconcile changes nothing.
+// decisionInputs are what a target's decision is made from: the StatefulSet's spec and controller
+// and the live ScratchVolumes that select it, oldest first (the order settles conflicts). The
+// generation covers every change of the spec, and the UID the StatefulSet's replacement by another
+// of the same name; its controller is the one part of its metadata planning reads (an operator's
+// StatefulSet is left alone), besides its name. Status and label changes, a GitOps tool's re-apply
+// of the same manifest, and the StatefulSet controller's progress through a rollout leave all of
+// them as they were, so they need no plan, nor the pod template a plan reads (which the cache does
+// not keep, see trimStatefulSet). A ScratchVolume's generation covers its spec, the only part
+// planning reads besides its name, so the status the controller writes on every reconcile changes
+// nothing either.
 type decisionInputs struct {
-	uid             types.UID
-	resourceVersion string
-	svs             []svStamp
+	uid        types.UID
+	generation int64
+	controller string
+	svs        []svStamp
 }
 
 type svStamp struct {
@@ -52,7 +59,10 @@ type svStamp struct {
 }
 
 func inputsOf(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) decisionInputs {
-	in := decisionInputs{uid: sts.UID, resourceVersion: sts.ResourceVersion, svs: make([]svStamp, len(svs))}
+	in := decisionInputs{uid: sts.UID, generation: sts.Generation, svs: make([]svStamp, len(svs))}
+	if ref := metav1.GetControllerOfNoCopy(sts); ref != nil {
+		in.controller = ref.APIVersion + "/" + ref.Kind + "/" + ref.Name
+	}
 	for i := range svs {
 		in.svs[i] = svStamp{name: svs[i].Name, uid: svs[i].UID, generation: svs[i].Generation}
 	}
@@ -60,7 +70,7 @@ func inputsOf(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) decisionInp
 }
 
 func (in decisionInputs) equal(other decisionInputs) bool {
-	if in.uid != other.uid || in.resourceVersion != other.resourceVersion || len(in.svs) != len(other.svs) {
+	if in.uid != other.uid || in.generation != other.generation || in.controller != other.controller || len(in.svs) != len(other.svs) {
 		return false
 	}
 	for i := range in.svs {
@@ -91,8 +101,9 @@ type decision struct {
 // decisionStore remembers, per target StatefulSet, the last decision that left it as it is.
 // Every reconcile of a selector syncs all its targets, and every write to one of them brings such
 // a reconcile: at fleet scale, planning the unchanged targets again and again was most of what
-// the controller allocated. Only a decision that found nothing to write is kept: a write changes
-// the StatefulSet, and so the inputs of the next one.
+// the controller allocated, and a plan now costs a read of the whole StatefulSet from the API
+// server too. Only a decision that found nothing to write is kept: a write changes the
+// StatefulSet, and so the inputs of the next one.
 type decisionStore struct {
 	mu        sync.Mutex
 	decisions map[types.NamespacedName]decision
@@ -116,8 +127,8 @@ func (s *decisionStore) reuse(key types.NamespacedName, in decisionInputs, svs [
 	return out, true
 }
 
-// remember keeps the outcomes decided from in. The problems are kept as they are and the plans
-// in part (no one changes either once made); the ScratchVolumes are not, so that a decision never
+// remember keeps the outcomes decided from in. The problems and containers are kept as they are
+// and the plans in part (no one changes any once made); the ScratchVolumes are not, so that a decision never
 // holds an old copy of a ScratchVolume, whose status lists every target, in memory.
 func (s *decisionStore) remember(key types.NamespacedName, in decisionInputs, outcomes map[string]*outcome) {
 	d := decision{inputs: in, outcomes: make([]outcome, len(in.svs))}
@@ -126,7 +137,7 @@ func (s *decisionStore) remember(key types.NamespacedName, in decisionInputs, ou
 		if !ok {
 			return
 		}
-		d.outcomes[i] = outcome{plan: settledPlan(o.plan), problem: o.problem, kept: o.kept}
+		d.outcomes[i] = outcome{plan: settledPlan(o.plan), container: o.container, problem: o.problem, kept: o.kept}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -10,13 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 )
 
 func decisionFixture() (*appsv1.StatefulSet, []v1alpha1.ScratchVolume) {
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", UID: "sts-1", ResourceVersion: "10"}}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", UID: "sts-1", ResourceVersion: "10", Generation: 4}}
 	sv := func(name string, uid types.UID) v1alpha1.ScratchVolume {
 		return v1alpha1.ScratchVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid, Generation: 1, ResourceVersion: "7"}}
 	}
@@ -27,14 +28,15 @@ func decidedFor(svs []v1alpha1.ScratchVolume) map[string]*outcome {
 	return map[string]*outcome{
 		svs[0].Name: {sv: &svs[0], plan: &inject.Plan{
 			ScratchVolume: svs[0].Name, Hash: "h0", ConfigKey: "k", ConfigData: "[mysqld]", Init: &corev1.Container{Name: "init"},
-		}},
+		}, container: &corev1.Container{Name: "db", Args: []string{"--innodb-buffer-pool-size=1G"}}},
 		svs[1].Name: {sv: &svs[1], problem: &inject.Problem{Reason: v1alpha1.ReasonScratchVolumeConflict}, kept: true},
 	}
 }
 
 // TestDecisionReuse checks that a decision is reused only for the very inputs it was made from:
-// any change of the StatefulSet, of a selecting ScratchVolume's spec, or of which ScratchVolumes
-// select it and in what order, plans again; a status write to a ScratchVolume does not.
+// any change of the StatefulSet's spec or controller, of a selecting ScratchVolume's spec, or of
+// which ScratchVolumes select it and in what order, plans again; a status write to either, or a
+// label change of the StatefulSet, does not.
 func TestDecisionReuse(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "db"}
 	tests := []struct {
@@ -47,8 +49,18 @@ func TestDecisionReuse(t *testing.T) {
 			svs[0].ResourceVersion = "8"
 			return svs
 		}, true},
-		{"the StatefulSet changed", func(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+		{"the StatefulSet's status, labels or managedFields changed", func(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
 			sts.ResourceVersion = "11"
+			sts.Labels = map[string]string{"touched": "yes"}
+			sts.Status.ReadyReplicas = 2
+			return svs
+		}, true},
+		{"the StatefulSet's spec changed", func(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+			sts.ResourceVersion, sts.Generation = "11", 5
+			return svs
+		}, false},
+		{"the StatefulSet got a controller", func(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+			sts.OwnerReferences = []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Cluster", Name: "c", UID: "c-1", Controller: ptr.To(true)}}
 			return svs
 		}, false},
 		{"the StatefulSet was replaced", func(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
@@ -95,7 +107,7 @@ func TestDecisionReuse(t *testing.T) {
 					t.Fatalf("outcome of %s does not carry the ScratchVolume read now", svs[i].Name)
 				}
 				want := decided[svs[i].Name]
-				if (o.plan == nil) != (want.plan == nil) || o.problem != want.problem || o.kept != want.kept {
+				if (o.plan == nil) != (want.plan == nil) || o.problem != want.problem || o.kept != want.kept || o.container != want.container {
 					t.Errorf("outcome of %s = %+v, want %+v", svs[i].Name, *o, *want)
 				}
 				if o.plan != nil && (o.plan.Hash != want.plan.Hash || o.plan.ConfigData != want.plan.ConfigData || o.plan.Init != nil) {

@@ -93,8 +93,10 @@ func TestUnchangedTargetIsNotPlannedAgain(t *testing.T) {
 }
 
 // TestChangedTargetIsPlannedAgain changes the StatefulSet where no decision reads it (a label),
-// which plans it again and writes nothing, then the ScratchVolume's spec, which plans it again and
-// writes the new configuration.
+// which neither plans it again nor writes, then its spec where the controller has no entry (an
+// environment variable of its own), which plans it again on the whole object read from the API
+// server and writes nothing, then the ScratchVolume's spec, which plans it again and writes the
+// new configuration.
 func TestChangedTargetIsPlannedAgain(t *testing.T) {
 	e := startManager(t)
 	ns := e.Namespace(t)
@@ -103,9 +105,21 @@ func TestChangedTargetIsPlannedAgain(t *testing.T) {
 	writesBefore := writes.get(ns)
 
 	updateSTS(t, e, ns, "db", func(sts *appsv1.StatefulSet) { sts.Labels["team"] = "storage" })
+	consistently(t, time.Second, func() string {
+		if n := targetsPlanned(t, ns); n != planned {
+			return fmt.Sprintf("the relabelled StatefulSet was planned %v more times", n-planned)
+		}
+		return ""
+	})
+	expectWrites(t, ns, writesBefore, 0)
+
+	updateSTS(t, e, ns, "db", func(sts *appsv1.StatefulSet) {
+		c := &sts.Spec.Template.Spec.Containers[0]
+		c.Env = append(c.Env, corev1.EnvVar{Name: "TZ", Value: "UTC"})
+	})
 	eventually(t, func() string {
 		if n := targetsPlanned(t, ns); n == planned {
-			return "the relabelled StatefulSet was not planned again"
+			return "the StatefulSet whose spec changed was not planned again"
 		}
 		return ""
 	})

@@ -30,7 +30,9 @@ import (
 type ScratchVolumeReconciler struct {
 	client.Client
 	Recorder recorder.EventRecorder
-	// APIReader reads around the cache, where a write must see the object it just changed.
+	// APIReader reads around the cache: the whole StatefulSets that are planned (the cache keeps
+	// only part of each), and the one a write must see as it just changed it. SetupWithManager
+	// sets the manager's when it is nil.
 	APIReader client.Reader
 	// MaxConcurrentReconciles bounds parallel reconciles, and the target syncs in flight across
 	// them (default 1).
@@ -255,6 +257,9 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 // SetupWithManager registers the controller: ScratchVolumes, the StatefulSets they select (mapped
 // back through indexes, not owner references), and the ConfigMaps they own.
 func (r *ScratchVolumeReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	if err := setupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ type report struct {
 type finding struct{ target, reason, message string }
 
 func newReport(sv *v1alpha1.ScratchVolume, rule WriteWarRule) *report {
-	return &report{sv: sv, cms: map[string]bool{}, rule: rule.orDefaults()}
+	return &report{sv: sv, cms: map[string]bool{}, containers: map[string]*corev1.Container{}, rule: rule.orDefaults()}
 }
 
 // add records the outcome for one target StatefulSet.
@@ -77,7 +77,7 @@ func (rep *report) add(sts *appsv1.StatefulSet, o *outcome) {
 	case o.plan == nil:
 		rep.blocked(sts, o, &ts)
 	default:
-		rep.injected(sts, o.plan, &ts)
+		rep.injected(sts, o, &ts)
 	}
 	if o != nil {
 		rep.guarded(o.guard, &ts)
@@ -133,9 +133,12 @@ func (rep *report) blocked(sts *appsv1.StatefulSet, o *outcome, ts *v1alpha1.Scr
 	injectionsBlocked.WithLabelValues(o.problem.Reason).Inc()
 }
 
-func (rep *report) injected(sts *appsv1.StatefulSet, plan *inject.Plan, ts *v1alpha1.ScratchTargetStatus) {
+func (rep *report) injected(sts *appsv1.StatefulSet, o *outcome, ts *v1alpha1.ScratchTargetStatus) {
+	plan := o.plan
 	ts.Injected, ts.Container, ts.ConfigHash = true, plan.Container, plan.Hash
-	rep.container(sts, plan.Container)
+	if o.container != nil {
+		rep.containers[sts.Name] = o.container
+	}
 	if plan.Profile != nil {
 		ts.Flavor, ts.Version = plan.Profile.Flavor, plan.Profile.Version.String()
 		ts.Injection, ts.TempLocations = plan.Injection, plan.Locations

@@ -83,11 +83,15 @@ type outcome struct {
 	war *v1alpha1.WriteWar
 	// guard is the StatefulSet's restore history, for the status.
 	guard writeGuard
+	// container is the container that gets the volume (plannedContainer), nil when blocked.
+	container *corev1.Container
 }
 
 // syncStatefulSet makes the controller's entries on sts the union of the plans of every live
 // ScratchVolume that selects it, writing only when they differ from what is there. It returns the
-// outcome per ScratchVolume name.
+// outcome per ScratchVolume name. sts is the cache's trimmed object (trimStatefulSet): a decision
+// remembered for its generation is reused as it is, and anything else is planned on the whole
+// StatefulSet, read from the API server.
 func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet) (map[string]*outcome, error) {
 	if r.written.behind(sts) {
 		return nil, fmt.Errorf("StatefulSet %s/%s at generation %d: %w", sts.Namespace, sts.Name, sts.Generation, errCacheBehind)
@@ -96,32 +100,35 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 	if err != nil {
 		return nil, err
 	}
-	key, inputs := client.ObjectKeyFromObject(sts), inputsOf(sts, svs)
-	if outcomes, ok := r.decisions.reuse(key, inputs, svs); ok {
+	key := client.ObjectKeyFromObject(sts)
+	if outcomes, ok := r.decisions.reuse(key, inputsOf(sts, svs), svs); ok {
 		return r.settle(ctx, sts, svs, outcomes)
 	}
+	// The whole object is this sync's own: the write below works on it and updates it from the
+	// responses, and it is dropped with the sync.
+	live := &appsv1.StatefulSet{}
+	if err := r.APIReader.Get(ctx, key, live); err != nil {
+		// Gone since the cache saw it: its deletion brings the next reconcile.
+		return nil, fmt.Errorf("failed to get StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
+	}
 	targetsPlanned.WithLabelValues(sts.Namespace).Inc()
-	tp := planTarget(svs, sts)
+	tp := planTarget(svs, live)
 	outcomes, desired, observed, pending := tp.outcomes, tp.desired, tp.observed, tp.pending
 	if tp.settled() {
-		r.decisions.remember(key, inputs, outcomes)
-		return r.settle(ctx, sts, svs, outcomes)
+		r.decisions.remember(key, inputsOf(live, svs), outcomes)
+		return r.settle(ctx, live, svs, outcomes)
 	}
 	r.decisions.forget(key)
 	rule, now := r.WriteWar.orDefaults(), time.Now()
-	restored := restoredBy(outcomes, sts, pending)
+	restored := restoredBy(outcomes, live, pending)
 	if len(restored) > 0 {
-		if held, err := r.holdOff(ctx, sts, svs, outcomes, configKey(desired), restored); held || err != nil {
-			return outcomes, err
+		if r.holdOff(ctx, live, svs, outcomes, configKey(desired), restored) {
+			return outcomes, nil
 		}
 	}
-	if err := r.ensureConfigMaps(ctx, sts, outcomes); err != nil {
+	if err := r.ensureConfigMaps(ctx, live, outcomes); err != nil {
 		return nil, err
 	}
-	// sts may be the cache's own object (see targets): the write works on a copy, which it updates
-	// from the responses. The copy is dropped with the write, not kept by the caller until its
-	// reconcile ends: a selector's reconcile may write hundreds of targets.
-	live := sts.DeepCopy()
 	if err := r.write(ctx, live, desired, observed, pending); err != nil {
 		return nil, err
 	}
@@ -177,11 +184,11 @@ func (r *ScratchVolumeReconciler) settle(ctx context.Context, sts *appsv1.Statef
 }
 
 // holdOff applies the write-war rule before a write that restores entries someone removed from
-// sts. When the controller must hold off, it marks the outcomes held; when a hold begins, it names
-// the other writers (read around the cache, which drops managedFields), and when a fight begins,
-// it counts it and warns once.
+// sts, the whole object read from the API server. When the controller must hold off, it marks the
+// outcomes held; when a hold begins, it names the other writers (from sts's managedFields, which
+// the cache drops), and when a fight begins, it counts it and warns once.
 func (r *ScratchVolumeReconciler) holdOff(ctx context.Context, sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume,
-	outcomes map[string]*outcome, key string, removed []string) (bool, error) {
+	outcomes map[string]*outcome, key string, removed []string) bool {
 	rule, now, name := r.WriteWar.orDefaults(), time.Now(), client.ObjectKeyFromObject(sts)
 	var hold, fresh bool
 	g := r.guards.update(name, svs, func(g writeGuard) writeGuard {
@@ -189,19 +196,15 @@ func (r *ScratchVolumeReconciler) holdOff(ctx context.Context, sts *appsv1.State
 		return g
 	})
 	if fresh {
-		live := &appsv1.StatefulSet{}
-		if err := r.reader().Get(ctx, name, live); err != nil {
-			return true, fmt.Errorf("failed to get StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
-		}
 		g = r.guards.update(name, svs, func(g writeGuard) writeGuard {
 			g.war = g.war.DeepCopy()
-			g.war.FieldManagers, g.war.Removed = templateWriters(live), removed
+			g.war.FieldManagers, g.war.Removed = templateWriters(sts), removed
 			return g
 		})
 	}
 	withGuard(outcomes, g)
 	if !hold {
-		return false, nil
+		return false
 	}
 	for _, o := range outcomes {
 		if o.plan != nil {
@@ -219,7 +222,7 @@ func (r *ScratchVolumeReconciler) holdOff(ctx context.Context, sts *appsv1.State
 			}
 		}
 	}
-	return true, nil
+	return true
 }
 
 // restoredBy names what a write of the outcomes' plans puts back on sts: entries of a
@@ -247,13 +250,6 @@ func withGuard(outcomes map[string]*outcome, g writeGuard) map[string]*outcome {
 		o.guard = g
 	}
 	return outcomes
-}
-
-func (r *ScratchVolumeReconciler) reader() client.Reader {
-	if r.APIReader == nil {
-		return r.Client
-	}
-	return r.APIReader
 }
 
 // decide plans every ScratchVolume (oldest first) for sts and settles conflicts between them: the
@@ -286,7 +282,7 @@ func decide(svs []v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) map[string]*o
 			o.problem, o.kept = p, false
 			continue
 		}
-		o.plan = plan
+		o.plan, o.container = plan, plannedContainer(sts, plan.Container)
 	}
 	return out
 }
@@ -333,7 +329,7 @@ func (r *ScratchVolumeReconciler) write(ctx context.Context, sts *appsv1.Statefu
 	}
 	if !removing && len(pending) > 0 {
 		// The apply moved the resourceVersion on: read the object the patch will test against.
-		if err := r.reader().Get(ctx, client.ObjectKeyFromObject(sts), sts); err != nil {
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(sts), sts); err != nil {
 			return fmt.Errorf("failed to get StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 		}
 		return r.patchContainers(ctx, sts, pending)

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -143,19 +142,6 @@ func (rep *report) capacity(st *v1alpha1.ScratchVolumeStatus) {
 	}
 	cond.ObservedGeneration = rep.sv.Generation
 	meta.SetStatusCondition(&st.Conditions, cond)
-}
-
-// container remembers the container of target sts that got the volume (the cache's object, read
-// only), for limitsFor.
-func (rep *report) container(sts *appsv1.StatefulSet, name string) {
-	for i := range sts.Spec.Template.Spec.Containers {
-		if c := &sts.Spec.Template.Spec.Containers[i]; c.Name == name {
-			if rep.containers == nil {
-				rep.containers = map[string]*corev1.Container{}
-			}
-			rep.containers[sts.Name] = c
-		}
-	}
 }
 
 // limitsFor says what growing the volume to rec asks of the containers' memory limits: under

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path"
-	"reflect"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -17,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,7 +26,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
-	"github.com/dbtune/scratch-operator/controllers"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 	"github.com/dbtune/scratch-operator/controllers/mysql"
 	"github.com/dbtune/scratch-operator/test/testenv"
@@ -344,9 +341,6 @@ func (c *checker) planOne(t testing.TB, sv *v1alpha1.ScratchVolume, fx fixture) 
 	if panicked != "" {
 		return []string{panicked}
 	}
-	if diff := planFromCache(sv, fx.sts, plan, err); diff != "" {
-		return []string{diff}
-	}
 	var problem *inject.Problem
 	switch {
 	case err != nil && errors.As(err, &problem) && plan != nil:
@@ -372,35 +366,6 @@ func (c *checker) planOne(t testing.TB, sv *v1alpha1.ScratchVolume, fx fixture) 
 	st.planned++
 	c.stats.plans++
 	return c.checkPlan(t, sv, fx, plan)
-}
-
-// cacheTransform is what the manager's cache does to a StatefulSet before the controller reads it.
-var cacheTransform = func() func(any) (any, error) {
-	for obj, o := range controllers.CacheOptions(nil).ByObject {
-		if _, ok := obj.(*appsv1.StatefulSet); ok {
-			return o.Transform
-		}
-	}
-	panic("the manager's cache does not transform StatefulSets")
-}()
-
-// planFromCache plans sv again on sts as the manager's cache holds it, and describes how that
-// differs from the plan (or error) made from the whole object: the cache may drop only what no
-// plan reads.
-func planFromCache(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, want *inject.Plan, wantErr error) string {
-	cached, err := cacheTransform(sts.DeepCopy())
-	if err != nil {
-		return fmt.Sprintf("the cache transform failed: %v", err)
-	}
-	got, gotErr := inject.NewPlan(sv, cached.(*appsv1.StatefulSet))
-	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
-		return fmt.Sprintf("planned from the cached StatefulSet, the error is %v, from the whole one %v", gotErr, wantErr)
-	}
-	sameQuantity := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 && a.String() == b.String() })
-	if diff := cmp.Diff(want, got, sameQuantity, cmp.Exporter(func(reflect.Type) bool { return true })); diff != "" {
-		return fmt.Sprintf("the plan made from the cached StatefulSet differs (-whole +cached):\n%s", diff)
-	}
-	return ""
 }
 
 // safePlan is NewPlan with a panic recovered and described.
