@@ -2,9 +2,7 @@ package controllers
 
 import (
 	"slices"
-	"sort"
-	"strings"
-	"sync"
+	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +27,10 @@ func CacheOptions(namespaces []string) cache.Options {
 	o := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}:   {Label: labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})},
+			&corev1.ConfigMap{}: {
+				Label:     labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}),
+				Transform: shareConfigMapData,
+			},
 			&appsv1.StatefulSet{}: {Transform: trimStatefulSet},
 			// Only the node agents' reports on the pods' RAM volumes, one profile per node.
 			&v1alpha1.NodeIOProfile{}: {Transform: trimProfile},
@@ -74,67 +75,29 @@ func trimStatefulSet(obj any) (any, error) {
 	return sts, nil
 }
 
-// plannedContainer is the container of sts named name, with only what checking a larger volume
-// against its memory limit reads (limitsFor): a remembered decision keeps it instead of the pod
-// template. Its resource lists are shared among the decisions that have equal ones
-// (sharedResources): a fleet comes in a few sizes, and each list is a map of several hundred bytes.
+// shareConfigMapData holds each distinct file of the controller's ConfigMaps once in the cache:
+// a ScratchVolume over a fleet of one kind of server puts the same drop-in file into the ConfigMap
+// of every target. The strings stay equal to what the API server sent; only their copies go.
+func shareConfigMapData(obj any) (any, error) {
+	obj, err := stripManagedFields(obj)
+	cm, ok := obj.(*corev1.ConfigMap)
+	if err != nil || !ok {
+		return obj, err
+	}
+	for k, v := range cm.Data {
+		cm.Data[k] = unique.Make(v).Value()
+	}
+	return cm, nil
+}
+
+// plannedContainer is a copy of the container of sts named name, with only what checking a larger
+// volume against its memory limit reads (limitsFor): a remembered decision keeps it, shared with
+// the other decisions that keep an equal one, instead of the pod template.
 func plannedContainer(sts *appsv1.StatefulSet, name string) *corev1.Container {
 	for i := range sts.Spec.Template.Spec.Containers {
 		if c := &sts.Spec.Template.Spec.Containers[i]; c.Name == name {
-			return &corev1.Container{Name: c.Name, Command: slices.Clone(c.Command), Args: slices.Clone(c.Args), Resources: corev1.ResourceRequirements{
-				Requests: sharedResources.intern(c.Resources.Requests), Limits: sharedResources.intern(c.Resources.Limits),
-			}}
+			return &corev1.Container{Name: c.Name, Command: slices.Clone(c.Command), Args: slices.Clone(c.Args), Resources: *c.Resources.DeepCopy()}
 		}
 	}
 	return nil
-}
-
-// maxSharedResourceLists bounds the distinct resource lists kept for sharing. Past it the table
-// starts again: lists already shared stay shared, new ones are shared from then on.
-const maxSharedResourceLists = 4096
-
-// sharedResources are the resource lists the remembered decisions share.
-var sharedResources = resourceLists{lists: map[string]corev1.ResourceList{}}
-
-// resourceLists hands out one copy of each distinct resource list. The copies are read only.
-type resourceLists struct {
-	mu    sync.Mutex
-	lists map[string]corev1.ResourceList
-}
-
-// intern returns the shared list equal to l, a copy of l the first time. Two lists are equal when
-// they name the same resources with quantities that print the same: nothing the controller reads
-// of a quantity can tell them apart.
-func (r *resourceLists) intern(l corev1.ResourceList) corev1.ResourceList {
-	if len(l) == 0 {
-		return l
-	}
-	key := resourceListKey(l)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if shared, ok := r.lists[key]; ok {
-		return shared
-	}
-	if len(r.lists) >= maxSharedResourceLists {
-		clear(r.lists)
-	}
-	r.lists[key] = l.DeepCopy()
-	return r.lists[key]
-}
-
-func resourceListKey(l corev1.ResourceList) string {
-	names := make([]string, 0, len(l))
-	for name := range l {
-		names = append(names, string(name))
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	for _, name := range names {
-		q := l[corev1.ResourceName(name)]
-		b.WriteString(name)
-		b.WriteByte('=')
-		b.WriteString(q.String())
-		b.WriteByte(';')
-	}
-	return b.String()
 }

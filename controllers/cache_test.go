@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -180,33 +182,61 @@ func TestTrimmedStatefulSetsReportTheSame(t *testing.T) {
 }
 
 // TestPlannedContainer checks what a remembered decision keeps of the container that gets the
-// volume, and that equal resource lists are held once, apart from the object they came from.
+// volume: a copy of what limitsFor reads, held once for the decisions that keep an equal one.
 func TestPlannedContainer(t *testing.T) {
 	a := fullStatefulSet("mariadb:11.4", []string{"--innodb-buffer-pool-size=1G"}, nil, "2Gi")
-	b := fullStatefulSet("mysql:8.4", nil, nil, "2Gi")
-	c := fullStatefulSet("mysql:8.4", nil, nil, "3Gi")
-	ca, cb, cc := plannedContainer(a, "db"), plannedContainer(b, "db"), plannedContainer(c, "db")
-	want := corev1.Container{Name: "db", Args: []string{"--innodb-buffer-pool-size=1G"}, Resources: a.Spec.Template.Spec.Containers[0].Resources}
+	b := fullStatefulSet("mysql:8.4", []string{"--innodb-buffer-pool-size=1G"}, nil, "2Gi")
+	c := fullStatefulSet("mysql:8.4", []string{"--innodb-buffer-pool-size=1G"}, nil, "3Gi")
+	ca := plannedContainer(a, "db")
+	want := corev1.Container{Name: "db", Args: []string{"--innodb-buffer-pool-size=1G"}, Resources: *a.Spec.Template.Spec.Containers[0].Resources.DeepCopy()}
 	if diff := cmp.Diff(want, *ca); diff != "" {
 		t.Errorf("planned container (-want +got):\n%s", diff)
 	}
 	if plannedContainer(a, "nope") != nil {
 		t.Error("a container that is not there was found")
 	}
-	same := func(x, y corev1.ResourceList) bool {
-		return reflect.ValueOf(x).Pointer() == reflect.ValueOf(y).Pointer()
-	}
-	if !same(ca.Resources.Limits, cb.Resources.Limits) {
-		t.Error("two equal limit lists are held twice")
-	}
-	if same(ca.Resources.Limits, cc.Resources.Limits) {
-		t.Error("a 2Gi and a 3Gi limit list are held as one")
-	}
-	if same(ca.Resources.Limits, a.Spec.Template.Spec.Containers[0].Resources.Limits) {
-		t.Error("the shared list is the StatefulSet's own, which a later read may change")
-	}
 	a.Spec.Template.Spec.Containers[0].Args[0] = "changed"
-	if got := cc.Resources.Limits[corev1.ResourceMemory]; got.String() != "3Gi" || ca.Args[0] != "--innodb-buffer-pool-size=1G" {
-		t.Errorf("the planned container changed with its StatefulSet: limit %s, args %v", got.String(), ca.Args)
+	a.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("1Gi")
+	if diff := cmp.Diff(want, *ca); diff != "" {
+		t.Errorf("the planned container changed with its StatefulSet (-want +got):\n%s", diff)
+	}
+	var shared sharedValues[corev1.Container]
+	shared.values = map[string]*corev1.Container{}
+	sb, sb2, sc := shared.intern(plannedContainer(b, "db")), shared.intern(plannedContainer(b.DeepCopy(), "db")), shared.intern(plannedContainer(c, "db"))
+	if sb != sb2 {
+		t.Error("two equal containers are held twice")
+	}
+	if sb == sc {
+		t.Error("a container with a 2Gi and one with a 3Gi limit are held as one")
+	}
+	if got := sc.Resources.Limits[corev1.ResourceMemory]; got.String() != "3Gi" {
+		t.Errorf("memory limit %s after sharing, want 3Gi", got.String())
+	}
+}
+
+// TestShareConfigMapData checks that equal drop-in files of two cached ConfigMaps are held once,
+// as they came.
+func TestShareConfigMapData(t *testing.T) {
+	file := func(s string) *corev1.ConfigMap {
+		// Built at run time, as a decoded object's are: two equal files start as two strings.
+		return &corev1.ConfigMap{Data: map[string]string{"dbtune.cnf": strings.Clone(s)}}
+	}
+	cached := func(cm *corev1.ConfigMap) string {
+		out, err := shareConfigMapData(cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*corev1.ConfigMap).Data["dbtune.cnf"]
+	}
+	a, b := cached(file("[mysqld]\ntmpdir=/var/lib/mysql-tmp\n")), cached(file("[mysqld]\ntmpdir=/var/lib/mysql-tmp\n"))
+	c := cached(file("[mysqld]\ntmpdir=/tmp/ram\n"))
+	if a != "[mysqld]\ntmpdir=/var/lib/mysql-tmp\n" || c != "[mysqld]\ntmpdir=/tmp/ram\n" {
+		t.Errorf("the files changed: %q, %q", a, c)
+	}
+	if unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Error("two ConfigMaps with the same file hold two copies of it")
+	}
+	if sts := (&appsv1.StatefulSet{}); func() any { o, _ := shareConfigMapData(sts); return o }() != sts {
+		t.Error("another kind was not passed through")
 	}
 }

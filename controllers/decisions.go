@@ -2,11 +2,12 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
-	"unique"
 
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -91,11 +92,23 @@ func (in decisionInputs) mentions(sv string) bool {
 }
 
 // decision is a target's outcomes, without their ScratchVolumes (held by position in the
-// inputs' order), without the write-war guard, which moves with the clock, and with only the part
-// of each plan a sync that writes nothing reads (settledPlan).
+// inputs' order) and without the write-war guard, which moves with the clock.
 type decision struct {
 	inputs   decisionInputs
-	outcomes []outcome
+	outcomes []rememberedOutcome
+}
+
+// rememberedOutcome is what a decision keeps of an outcome. The plan is the part of it a sync that
+// writes nothing reads (settledPlan) but its hash, and like the container it is shared by every
+// target given an equal one (sharedPlans, sharedContainers): the targets of one ScratchVolume over
+// a fleet of one kind of server are planned alike but for the hash, which covers the name of each
+// one's drop-in ConfigMap.
+type rememberedOutcome struct {
+	hash      string
+	plan      *inject.Plan
+	container *corev1.Container
+	problem   *inject.Problem
+	kept      bool
 }
 
 // decisionStore remembers, per target StatefulSet, the last decision that left it as it is.
@@ -120,24 +133,33 @@ func (s *decisionStore) reuse(key types.NamespacedName, in decisionInputs, svs [
 	}
 	out := make(map[string]*outcome, len(d.outcomes))
 	for i := range d.outcomes {
-		o := d.outcomes[i]
-		o.sv = &svs[i]
-		out[o.sv.Name] = &o
+		m := &d.outcomes[i]
+		o := &outcome{sv: &svs[i], container: m.container, problem: m.problem, kept: m.kept}
+		if m.plan != nil {
+			p := *m.plan
+			p.Hash = m.hash
+			o.plan = &p
+		}
+		out[o.sv.Name] = o
 	}
 	return out, true
 }
 
-// remember keeps the outcomes decided from in. The problems and containers are kept as they are
-// and the plans in part (no one changes any once made); the ScratchVolumes are not, so that a decision never
+// remember keeps the outcomes decided from in. The problems are kept as they are, the plans in
+// part and shared, the containers shared (no one changes any once made); the ScratchVolumes are not, so that a decision never
 // holds an old copy of a ScratchVolume, whose status lists every target, in memory.
 func (s *decisionStore) remember(key types.NamespacedName, in decisionInputs, outcomes map[string]*outcome) {
-	d := decision{inputs: in, outcomes: make([]outcome, len(in.svs))}
+	d := decision{inputs: in, outcomes: make([]rememberedOutcome, len(in.svs))}
 	for i, stamp := range in.svs {
 		o, ok := outcomes[stamp.name]
 		if !ok {
 			return
 		}
-		d.outcomes[i] = outcome{plan: settledPlan(o.plan), container: o.container, problem: o.problem, kept: o.kept}
+		m := rememberedOutcome{container: sharedContainers.intern(o.container), problem: o.problem, kept: o.kept}
+		if o.plan != nil {
+			m.hash, m.plan = o.plan.Hash, sharedPlans.intern(settledPlan(o.plan))
+		}
+		d.outcomes[i] = m
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -153,21 +175,79 @@ func (s *decisionStore) remember(key types.NamespacedName, in decisionInputs, ou
 	s.decisions[key] = d
 }
 
-// settledPlan is the part of p that the sync of a StatefulSet already carrying it reads: what the
-// status reports and the drop-in ConfigMap's content. The entries to write (volumes, mounts, the
-// init container, flags, memory) are left out: they are about half of what a plan holds, which a
-// fleet would otherwise keep once per target. The drop-in file's content is held once for all
-// the targets that get the same one, as those of one ScratchVolume over a fleet of one kind of
-// server do.
+// settledPlan is the part of p that the sync of a StatefulSet already carrying it reads, but its
+// hash: what the status reports and the drop-in ConfigMap's content. The entries to write
+// (volumes, mounts, the init container, flags, memory) are left out, and the drop-in volume, whose
+// name differs from target to target, is kept only as whether there is one (configVolumeMarker):
+// all that its readers ask.
 func settledPlan(p *inject.Plan) *inject.Plan {
-	if p == nil {
-		return nil
-	}
-	return &inject.Plan{
-		ScratchVolume: p.ScratchVolume, Container: p.Container, Hash: p.Hash, Notes: p.Notes,
-		ConfigVolume: p.ConfigVolume, ConfigKey: p.ConfigKey, ConfigData: unique.Make(p.ConfigData).Value(),
+	out := &inject.Plan{
+		ScratchVolume: p.ScratchVolume, Container: p.Container, Notes: p.Notes,
+		ConfigKey: p.ConfigKey, ConfigData: p.ConfigData,
 		Injection: p.Injection, Locations: p.Locations, Profile: p.Profile,
 	}
+	if p.ConfigVolume != nil {
+		out.ConfigVolume = configVolumeMarker
+	}
+	return out
+}
+
+// settledOutcomes trims the plans of outcomes to what the status reads of them, their settled
+// part (shared) with their hash: a selector's reconcile holds the outcomes of all its targets until
+// it writes its status, and a whole plan carries every entry it wrote. Reused outcomes are settled
+// already.
+func settledOutcomes(outcomes map[string]*outcome) map[string]*outcome {
+	for _, o := range outcomes {
+		if o.plan != nil {
+			p := *sharedPlans.intern(settledPlan(o.plan))
+			p.Hash = o.plan.Hash
+			o.plan = &p
+		}
+	}
+	return outcomes
+}
+
+// configVolumeMarker stands for a settled plan's drop-in volume.
+var configVolumeMarker = &corev1.Volume{Name: "drop-in"}
+
+// sharedPlans and sharedContainers hold each distinct settled plan and planned container the
+// remembered decisions keep once.
+var (
+	sharedPlans      = sharedValues[inject.Plan]{values: map[string]*inject.Plan{}}
+	sharedContainers = sharedValues[corev1.Container]{values: map[string]*corev1.Container{}}
+)
+
+// maxSharedValues bounds the distinct values a sharedValues keeps for sharing. Past it the table
+// starts again: values already shared stay shared, new ones are shared from then on.
+const maxSharedValues = 4096
+
+// sharedValues hands out one copy of each distinct value, values told apart by their JSON (all
+// that the remembered decisions keep is exported, and a quantity's JSON is its canonical form).
+// The copies are read only, as everything the decisions keep.
+type sharedValues[T any] struct {
+	mu     sync.Mutex
+	values map[string]*T
+}
+
+// intern returns the shared value equal to *v, v itself the first time (and nil for nil).
+func (s *sharedValues[T]) intern(v *T) *T {
+	if v == nil {
+		return nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if shared, ok := s.values[string(raw)]; ok {
+		return shared
+	}
+	if len(s.values) >= maxSharedValues {
+		clear(s.values)
+	}
+	s.values[string(raw)] = v
+	return v
 }
 
 // forget drops the decision on a StatefulSet that is gone, or whose last one is out of date.

@@ -2,9 +2,9 @@ package controllers
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
-	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -107,7 +107,7 @@ func TestDecisionReuse(t *testing.T) {
 					t.Fatalf("outcome of %s does not carry the ScratchVolume read now", svs[i].Name)
 				}
 				want := decided[svs[i].Name]
-				if (o.plan == nil) != (want.plan == nil) || o.problem != want.problem || o.kept != want.kept || o.container != want.container {
+				if (o.plan == nil) != (want.plan == nil) || o.problem != want.problem || o.kept != want.kept || !reflect.DeepEqual(o.container, want.container) {
 					t.Errorf("outcome of %s = %+v, want %+v", svs[i].Name, *o, *want)
 				}
 				if o.plan != nil && (o.plan.Hash != want.plan.Hash || o.plan.ConfigData != want.plan.ConfigData || o.plan.Init != nil) {
@@ -152,19 +152,48 @@ func TestDecisionForgetting(t *testing.T) {
 	}
 }
 
-// TestSettledPlansShareTheirDropInFile checks that targets given the same drop-in file hold its
-// content once, and that a different content stays its own.
-func TestSettledPlansShareTheirDropInFile(t *testing.T) {
-	data := func(s string) *inject.Plan {
-		// Built at run time, as planning builds it: two equal contents start as two strings.
-		return &inject.Plan{ConfigKey: "dbtune.cnf", ConfigData: strings.Clone(s)}
+// TestRememberedPlansAreShared checks that targets planned alike but for their hash and the name
+// of their drop-in volume hold one settled plan, that each gets its own hash back, and that a
+// different drop-in file stays its own.
+func TestRememberedPlansAreShared(t *testing.T) {
+	plan := func(target, hash, data string) *inject.Plan {
+		// Built at run time, as planning builds them: two equal contents start as two strings.
+		return &inject.Plan{ScratchVolume: "tmp", Container: "db", Hash: hash, ConfigKey: "dbtune.cnf", ConfigData: strings.Clone(data),
+			ConfigVolume: &corev1.Volume{Name: "tmp-" + target}, Locations: []v1alpha1.TempLocation{{Data: v1alpha1.TempDataTmpdir}}}
 	}
-	a, b := settledPlan(data("[mysqld]\ntmpdir=/var/lib/mysql-tmp\n")), settledPlan(data("[mysqld]\ntmpdir=/var/lib/mysql-tmp\n"))
-	c := settledPlan(data("[mysqld]\ntmpdir=/tmp/ram\n"))
-	if unsafe.StringData(a.ConfigData) != unsafe.StringData(b.ConfigData) {
-		t.Error("two targets with the same drop-in file hold two copies of it")
+	svs := []v1alpha1.ScratchVolume{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tmp", UID: "sv-1", Generation: 1}}}
+	sts := func(name string) *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name), Generation: 1}}
 	}
-	if c.ConfigData != "[mysqld]\ntmpdir=/tmp/ram\n" || unsafe.StringData(a.ConfigData) == unsafe.StringData(c.ConfigData) {
-		t.Errorf("a different drop-in file was not kept as it is: %q", c.ConfigData)
+	var s decisionStore
+	plans := map[string]*inject.Plan{
+		"a": plan("a", "ha", "[mysqld]\ntmpdir=/var/lib/mysql-tmp\n"),
+		"b": plan("b", "hb", "[mysqld]\ntmpdir=/var/lib/mysql-tmp\n"),
+		"c": plan("c", "hc", "[mysqld]\ntmpdir=/tmp/ram\n"),
+	}
+	for name, p := range plans {
+		s.remember(types.NamespacedName{Namespace: "ns", Name: name}, inputsOf(sts(name), svs), map[string]*outcome{"tmp": {plan: p}})
+	}
+	kept := func(name string) *inject.Plan {
+		return s.decisions[types.NamespacedName{Namespace: "ns", Name: name}].outcomes[0].plan
+	}
+	if kept("a") != kept("b") {
+		t.Error("two targets planned alike hold two settled plans")
+	}
+	if kept("a") == kept("c") || kept("c").ConfigData != "[mysqld]\ntmpdir=/tmp/ram\n" {
+		t.Errorf("a different drop-in file was not kept as it is: %q", kept("c").ConfigData)
+	}
+	for name, want := range plans {
+		got, ok := s.reuse(types.NamespacedName{Namespace: "ns", Name: name}, inputsOf(sts(name), svs), svs)
+		if !ok {
+			t.Fatalf("%s: no decision", name)
+		}
+		p := got["tmp"].plan
+		if p.Hash != want.Hash || p.ConfigVolume == nil || p.ConfigData != want.ConfigData || len(p.Locations) != 1 {
+			t.Errorf("%s: reused plan %+v, want the hash %s, a drop-in volume and file, the locations", name, *p, want.Hash)
+		}
+		if p == kept(name) {
+			t.Errorf("%s: the reused plan is the shared one, which its hash would overwrite", name)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,7 +91,7 @@ type outcome struct {
 
 // syncStatefulSet makes the controller's entries on sts the union of the plans of every live
 // ScratchVolume that selects it, writing only when they differ from what is there. It returns the
-// outcome per ScratchVolume name. sts is the cache's trimmed object (trimStatefulSet): a decision
+// outcome per ScratchVolume name, each plan trimmed to what the status reads (settledOutcomes). sts is the cache's trimmed object (trimStatefulSet): a decision
 // remembered for its generation is reused as it is, and anything else is planned on the whole
 // StatefulSet, read from the API server.
 func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet) (map[string]*outcome, error) {
@@ -116,14 +118,14 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 	outcomes, desired, observed, pending := tp.outcomes, tp.desired, tp.observed, tp.pending
 	if tp.settled() {
 		r.decisions.remember(key, inputsOf(live, svs), outcomes)
-		return r.settle(ctx, live, svs, outcomes)
+		return r.settle(ctx, live, svs, settledOutcomes(outcomes))
 	}
 	r.decisions.forget(key)
 	rule, now := r.WriteWar.orDefaults(), time.Now()
 	restored := restoredBy(outcomes, live, pending)
 	if len(restored) > 0 {
 		if r.holdOff(ctx, live, svs, outcomes, configKey(desired), restored) {
-			return outcomes, nil
+			return settledOutcomes(outcomes), nil
 		}
 	}
 	if err := r.ensureConfigMaps(ctx, live, outcomes); err != nil {
@@ -132,14 +134,19 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 	if err := r.write(ctx, live, desired, observed, pending); err != nil {
 		return nil, err
 	}
-	// write leaves the generation at what the last write's response said.
+	// write leaves live as the last write's response has it: the generation the cache must reach
+	// before the next decision, and the object that decision is made from, so that the syncs
+	// the write brings (its own watch event, the StatefulSet controller's status) need no read.
 	r.written.record(key, live.Generation)
+	if after := planTarget(svs, live); after.settled() {
+		r.decisions.remember(key, inputsOf(live, svs), after.outcomes)
+	}
 	g := r.guards.update(key, svs, func(g writeGuard) writeGuard { return rule.afterWrite(g, now, len(restored) > 0) })
 	if len(restored) > 0 {
 		restoresTotal.WithLabelValues(sts.Namespace).Inc()
 	}
 	r.recordChange(sts, outcomes, desired, observed, restored)
-	return withGuard(outcomes, g), nil
+	return withGuard(settledOutcomes(outcomes), g), nil
 }
 
 // targetPlan is what a sync decides for one StatefulSet from the ScratchVolumes that select it:
@@ -309,7 +316,7 @@ func claim(claims map[string]string, sv *v1alpha1.ScratchVolume, plan *inject.Pl
 
 // write applies the entries and patches the containers. Adding, the state annotations go first, so a
 // failed patch never leaves flags nobody recorded; removing, the patch goes first, so a failed apply
-// never forgets flags still there. sts.Generation ends at the generation the last write gave it.
+// never forgets flags still there. sts ends as the last write's response has it.
 func (r *ScratchVolumeReconciler) write(ctx context.Context, sts *appsv1.StatefulSet, desired, observed inject.Entries, pending []inject.ContainerChange) error {
 	removing := false
 	for k := range observed.Annotations {
@@ -364,13 +371,19 @@ func (r *ScratchVolumeReconciler) apply(ctx context.Context, sts *appsv1.Statefu
 	if err != nil {
 		return err
 	}
-	if err := r.Apply(ctx, ac, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+	// Sent as a raw apply patch rather than with the client's Apply, which decodes the response
+	// into the apply configuration, over what it held: list items the response has in other places
+	// keep fields of ours. Decoded into an empty StatefulSet, the response is the whole object as
+	// the apply left it, with the generation the cache must reach before the next decision.
+	raw, err := json.Marshal(ac)
+	if err != nil {
+		return fmt.Errorf("failed to encode the entries for StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
+	}
+	applied := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: sts.Namespace, Name: sts.Name}}
+	if err := r.Patch(ctx, applied, client.RawPatch(types.ApplyPatchType, raw), client.FieldOwner(v1alpha1.FieldManager)); err != nil {
 		return fmt.Errorf("failed to apply to StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 	}
-	if ac.Generation != nil {
-		// The response's generation: the one the cache must reach before the next decision.
-		sts.Generation = *ac.Generation
-	}
+	*sts = *applied
 	statefulSetWrites.WithLabelValues(changeKind(desired, observed)).Inc()
 	log.FromContext(ctx).Info("Applied StatefulSet entries", "statefulset", client.ObjectKeyFromObject(sts),
 		"change", changeKind(desired, observed), "scratchVolumes", len(desired.Annotations))

@@ -112,9 +112,11 @@ func (r *ScratchVolumeReconciler) scratchVolumesFor(ctx context.Context, sts *ap
 		return nil, fmt.Errorf("failed to list ScratchVolumes in %s: %w", sts.Namespace, err)
 	}
 	var out []v1alpha1.ScratchVolume
-	for _, sv := range append(byName.Items, bySelector.Items...) {
-		if sv.DeletionTimestamp.IsZero() && selects(&sv, sts) {
-			out = append(out, sv)
+	for _, list := range [][]v1alpha1.ScratchVolume{byName.Items, bySelector.Items} {
+		for i := range list {
+			if sv := &list[i]; sv.DeletionTimestamp.IsZero() && selects(sv, sts) {
+				out = append(out, *sv)
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return older(&out[i], &out[j]) })
