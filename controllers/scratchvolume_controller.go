@@ -137,6 +137,10 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 		out map[string]*outcome
 		err error
 	}
+	sel, err := r.selectorsIn(ctx, sv.Namespace)
+	if err != nil {
+		return err
+	}
 	results := make([]synced, len(targets))
 	slots := r.syncSlots()
 	var wg sync.WaitGroup
@@ -149,7 +153,7 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			out, err := r.syncStatefulSet(ctx, &targets[i])
+			out, err := r.syncStatefulSet(ctx, &targets[i], sel)
 			results[i] = synced{out, err}
 		})
 	}
@@ -241,11 +245,15 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 	for _, s := range keep {
 		kept[s.Name] = true
 	}
+	sel, err := r.selectorsIn(ctx, sv.Namespace)
+	if err != nil {
+		return err
+	}
 	for i := range injected.Items {
 		if kept[injected.Items[i].Name] {
 			continue
 		}
-		if err := r.withSlot(ctx, func() error { _, err := r.syncStatefulSet(ctx, &injected.Items[i]); return err }); err != nil {
+		if err := r.withSlot(ctx, func() error { _, err := r.syncStatefulSet(ctx, &injected.Items[i], sel); return err }); err != nil {
 			return err
 		}
 		r.Recorder.Eventf(sv, &injected.Items[i], corev1.EventTypeNormal, EventReverted, actionRevert,

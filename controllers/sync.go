@@ -91,14 +91,15 @@ type outcome struct {
 
 // syncStatefulSet makes the controller's entries on sts the union of the plans of every live
 // ScratchVolume that selects it, writing only when they differ from what is there. It returns the
-// outcome per ScratchVolume name, each plan trimmed to what the status reads (settledOutcomes). sts is the cache's trimmed object (trimStatefulSet): a decision
+// outcome per ScratchVolume name, each plan trimmed to what the status reads (settledOutcomes).
+// sel are the ScratchVolumes of sts's namespace that select by label (selectorsIn). sts is the cache's trimmed object (trimStatefulSet): a decision
 // remembered for its generation is reused as it is, and anything else is planned on the whole
 // StatefulSet, read from the API server.
-func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet) (map[string]*outcome, error) {
+func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, sel selectors) (map[string]*outcome, error) {
 	if r.written.behind(sts) {
 		return nil, fmt.Errorf("StatefulSet %s/%s at generation %d: %w", sts.Namespace, sts.Name, sts.Generation, errCacheBehind)
 	}
-	svs, err := r.scratchVolumesFor(ctx, sts)
+	svs, err := r.scratchVolumesFor(ctx, sts, sel)
 	if err != nil {
 		return nil, err
 	}

@@ -99,20 +99,37 @@ func selects(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) bool {
 	return err == nil && !sel.Empty() && sel.Matches(labels.Set(sts.Labels))
 }
 
+// selectors are the ScratchVolumes of one namespace that select by label, read once for all the
+// StatefulSets a reconcile syncs: every one of them may select each. The cache's own objects, to
+// read only, as in scratchVolumesFor.
+type selectors struct {
+	namespace string
+	items     []v1alpha1.ScratchVolume
+}
+
+func (r *ScratchVolumeReconciler) selectorsIn(ctx context.Context, namespace string) (selectors, error) {
+	list := &v1alpha1.ScratchVolumeList{}
+	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{indexHasSelector: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+		return selectors{}, fmt.Errorf("failed to list ScratchVolumes in %s: %w", namespace, err)
+	}
+	return selectors{namespace: namespace, items: list.Items}, nil
+}
+
 // scratchVolumesFor lists the live ScratchVolumes that select sts, oldest first: the order that
-// decides conflicts. They are the cache's own objects, to read only: it runs for every target of
-// every reconcile and every StatefulSet event, and a selector's status lists all its targets.
-func (r *ScratchVolumeReconciler) scratchVolumesFor(ctx context.Context, sts *appsv1.StatefulSet) ([]v1alpha1.ScratchVolume, error) {
+// decides conflicts. sel are those of its namespace that select by label; those that name it are
+// looked up through the index. They are the cache's own objects, to read only: it runs for every
+// target of every reconcile and every StatefulSet event, and a selector's status lists all its
+// targets.
+func (r *ScratchVolumeReconciler) scratchVolumesFor(ctx context.Context, sts *appsv1.StatefulSet, sel selectors) ([]v1alpha1.ScratchVolume, error) {
+	if sel.namespace != sts.Namespace {
+		return nil, fmt.Errorf("ScratchVolumes of namespace %s looked up for StatefulSet %s/%s", sel.namespace, sts.Namespace, sts.Name)
+	}
 	byName := &v1alpha1.ScratchVolumeList{}
 	if err := r.List(ctx, byName, client.InNamespace(sts.Namespace), client.MatchingFields{indexTargetName: sts.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("failed to list ScratchVolumes for StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 	}
-	bySelector := &v1alpha1.ScratchVolumeList{}
-	if err := r.List(ctx, bySelector, client.InNamespace(sts.Namespace), client.MatchingFields{indexHasSelector: "true"}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("failed to list ScratchVolumes in %s: %w", sts.Namespace, err)
-	}
 	var out []v1alpha1.ScratchVolume
-	for _, list := range [][]v1alpha1.ScratchVolume{byName.Items, bySelector.Items} {
+	for _, list := range [][]v1alpha1.ScratchVolume{byName.Items, sel.items} {
 		for i := range list {
 			if sv := &list[i]; sv.DeletionTimestamp.IsZero() && selects(sv, sts) {
 				out = append(out, *sv)
@@ -141,9 +158,13 @@ func (r *ScratchVolumeReconciler) scratchVolumesForStatefulSet(ctx context.Conte
 	for _, n := range inject.ScratchVolumes(&sts.Spec.Template) {
 		names[n] = true
 	}
-	if svs, err := r.scratchVolumesFor(ctx, sts); err == nil {
-		for _, sv := range svs {
-			names[sv.Name] = true
+	sel, err := r.selectorsIn(ctx, sts.Namespace)
+	if err == nil {
+		var svs []v1alpha1.ScratchVolume
+		if svs, err = r.scratchVolumesFor(ctx, sts, sel); err == nil {
+			for _, sv := range svs {
+				names[sv.Name] = true
+			}
 		}
 	}
 	reqs := make([]reconcile.Request, 0, len(names))
