@@ -71,12 +71,15 @@ type ScratchVolumeReconciler struct {
 // Reconcile brings one ScratchVolume's targets to the state it asks for and records the outcome.
 func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	sv := &v1alpha1.ScratchVolume{}
-	if err := r.Get(ctx, req.NamespacedName, sv); err != nil {
+	if err := r.Get(ctx, req.NamespacedName, sv, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.decisions.forgetScratchVolume(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// The metadata and spec are the reconcile's own, to change (the finalizer); the status, which
+	// lists every target of a selector, stays the cache's, read only: a new one replaces it whole.
+	sv.ObjectMeta, sv.Spec = *sv.ObjectMeta.DeepCopy(), *sv.Spec.DeepCopy()
 	if !sv.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, sv)
 	}

@@ -428,11 +428,13 @@ func (r *ScratchVolumeReconciler) updateStatus(ctx context.Context, sv *v1alpha1
 		return nil
 	}
 	r.warnOnNewProblems(sv, status)
-	before := sv.DeepCopy()
+	// The status is replaced whole, never changed in place (it is the cache's, see Reconcile): the
+	// patch's base needs no copy of it.
+	before := *sv
 	sv.Status = status
 	// A merge patch of the whole status: this reconcile computed all of it, and it must not fail on a
 	// resourceVersion that moved because the finalizer or labels changed meanwhile.
-	if err := r.Status().Patch(ctx, sv, client.MergeFrom(before)); err != nil {
+	if err := r.Status().Patch(ctx, sv, client.MergeFrom(&before)); err != nil {
 		return fmt.Errorf("failed to update the status of ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
 	}
 	r.announceFull(sv, rep.episodes, recommended(status.RecommendedSize))
