@@ -146,8 +146,9 @@ func (s *decisionStore) reuse(key types.NamespacedName, in decisionInputs, svs [
 }
 
 // remember keeps the outcomes decided from in. The problems are kept as they are, the plans in
-// part and shared, the containers shared (no one changes any once made); the ScratchVolumes are not, so that a decision never
-// holds an old copy of a ScratchVolume, whose status lists every target, in memory.
+// part and shared, the containers shared (no one changes any once made); the ScratchVolumes are
+// not, so that a decision never holds an old copy of a ScratchVolume, whose status lists every
+// target, in memory.
 func (s *decisionStore) remember(key types.NamespacedName, in decisionInputs, outcomes map[string]*outcome) {
 	d := decision{inputs: in, outcomes: make([]rememberedOutcome, len(in.svs))}
 	for i, stamp := range in.svs {
