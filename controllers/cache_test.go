@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -201,7 +202,6 @@ func TestPlannedContainer(t *testing.T) {
 		t.Errorf("the planned container changed with its StatefulSet (-want +got):\n%s", diff)
 	}
 	var shared sharedValues[corev1.Container]
-	shared.values = map[string]*corev1.Container{}
 	sb, sb2, sc := shared.intern(plannedContainer(b, "db")), shared.intern(plannedContainer(b.DeepCopy(), "db")), shared.intern(plannedContainer(c, "db"))
 	if sb != sb2 {
 		t.Error("two equal containers are held twice")
@@ -211,6 +211,12 @@ func TestPlannedContainer(t *testing.T) {
 	}
 	if got := sc.Resources.Limits[corev1.ResourceMemory]; got.String() != "3Gi" {
 		t.Errorf("memory limit %s after sharing, want 3Gi", got.String())
+	}
+	for i := range maxSharedValues + 1 {
+		shared.intern(&corev1.Container{Name: fmt.Sprint("c", i)})
+	}
+	if n := len(shared.values); n > maxSharedValues || n == 0 {
+		t.Errorf("%d shared values kept, want at most the bound %d", n, maxSharedValues)
 	}
 }
 

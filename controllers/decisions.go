@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"sync"
 
@@ -214,8 +215,8 @@ var configVolumeMarker = &corev1.Volume{Name: "drop-in"}
 // sharedPlans and sharedContainers hold each distinct settled plan and planned container the
 // remembered decisions keep once.
 var (
-	sharedPlans      = sharedValues[inject.Plan]{values: map[string]*inject.Plan{}}
-	sharedContainers = sharedValues[corev1.Container]{values: map[string]*corev1.Container{}}
+	sharedPlans      sharedValues[inject.Plan]
+	sharedContainers sharedValues[corev1.Container]
 )
 
 // maxSharedValues bounds the distinct values a sharedValues keeps for sharing. Past it the table
@@ -226,8 +227,9 @@ const maxSharedValues = 4096
 // that the remembered decisions keep is exported, and a quantity's JSON is its canonical form).
 // The copies are read only, as everything the decisions keep.
 type sharedValues[T any] struct {
-	mu     sync.Mutex
-	values map[string]*T
+	mu sync.Mutex
+	// values are keyed by the SHA-256 of their JSON, which a plan's drop-in file makes a few KiB.
+	values map[[sha256.Size]byte]*T
 }
 
 // intern returns the shared value equal to *v, v itself the first time (and nil for nil).
@@ -239,15 +241,16 @@ func (s *sharedValues[T]) intern(v *T) *T {
 	if err != nil {
 		return v
 	}
+	key := sha256.Sum256(raw)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if shared, ok := s.values[string(raw)]; ok {
+	if shared, ok := s.values[key]; ok {
 		return shared
 	}
-	if len(s.values) >= maxSharedValues {
-		clear(s.values)
+	if s.values == nil || len(s.values) >= maxSharedValues {
+		s.values = map[[sha256.Size]byte]*T{}
 	}
-	s.values[string(raw)] = v
+	s.values[key] = v
 	return v
 }
 
