@@ -41,7 +41,7 @@ type ScratchVolumeReconciler struct {
 	// (default: 3 restores within 10 minutes).
 	WriteWar WriteWarRule
 
-	// slots bounds the target syncs in flight across all reconciles (see syncTargets).
+	// slots bounds the target syncs in flight across all reconciles (acquireSlot).
 	slots     chan struct{}
 	slotsOnce sync.Once
 
@@ -145,17 +145,15 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 		return err
 	}
 	results := make([]synced, len(targets))
-	slots := r.syncSlots()
 	var wg sync.WaitGroup
 	for i := range targets {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
+		release, err := r.acquireSlot(ctx)
+		if err != nil {
 			wg.Wait()
-			return ctx.Err()
+			return err
 		}
 		wg.Go(func() {
-			defer func() { <-slots }()
+			defer release()
 			out, err := r.syncStatefulSet(ctx, &targets[i], sel)
 			results[i] = synced{out, err}
 		})
@@ -184,23 +182,17 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 	return errors.Join(errs...)
 }
 
-// syncSlots returns the channel whose capacity bounds the target syncs in flight: one per worker.
-func (r *ScratchVolumeReconciler) syncSlots() chan struct{} {
+// acquireSlot waits for one of the slots that bound the target syncs in flight across all
+// reconciles, one per worker, and returns the function that gives it back. Every sync holds one:
+// those of syncTargets, and the reverts of targets a ScratchVolume no longer selects.
+func (r *ScratchVolumeReconciler) acquireSlot(ctx context.Context) (release func(), err error) {
 	r.slotsOnce.Do(func() { r.slots = make(chan struct{}, max(1, r.MaxConcurrentReconciles)) })
-	return r.slots
-}
-
-// withSlot runs fn holding one of the sync slots, for the syncs outside syncTargets (reverts of
-// targets a ScratchVolume no longer selects), which count against the same bound.
-func (r *ScratchVolumeReconciler) withSlot(ctx context.Context, fn func() error) error {
-	slots := r.syncSlots()
 	select {
-	case slots <- struct{}{}:
+	case r.slots <- struct{}{}:
+		return func() { <-r.slots }, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-	defer func() { <-slots }()
-	return fn()
 }
 
 // finalize removes the ScratchVolume from every StatefulSet that carries it, then lets it go.
@@ -256,8 +248,17 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 		if kept[injected.Items[i].Name] {
 			continue
 		}
-		if err := r.withSlot(ctx, func() error { _, err := r.syncStatefulSet(ctx, &injected.Items[i], sel); return err }); err != nil {
+		release, err := r.acquireSlot(ctx)
+		if err != nil {
 			return err
+		}
+		out, err := r.syncStatefulSet(ctx, &injected.Items[i], sel)
+		release()
+		if err != nil {
+			return err
+		}
+		if out == nil {
+			continue // deleted meanwhile: nothing was reverted
 		}
 		r.Recorder.Eventf(sv, &injected.Items[i], corev1.EventTypeNormal, EventReverted, actionRevert,
 			"Removed the RAM volume and its settings from StatefulSet %s", injected.Items[i].Name)

@@ -110,8 +110,11 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 	// The whole object is this sync's own: the write below works on it and updates it from the
 	// responses, and it is dropped with the sync.
 	live := &appsv1.StatefulSet{}
-	if err := r.APIReader.Get(ctx, key, live); err != nil {
-		// Gone since the cache saw it: its deletion brings the next reconcile.
+	if err := r.APIReader.Get(ctx, key, live); apierrors.IsNotFound(err) {
+		// Deleted since the cache saw it: nothing to plan, and its deletion brings the next
+		// reconcile, which no longer finds it.
+		return nil, nil
+	} else if err != nil {
 		return nil, fmt.Errorf("failed to get StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 	}
 	targetsPlanned.WithLabelValues(sts.Namespace).Inc()
