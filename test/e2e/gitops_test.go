@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,7 +86,22 @@ func TestReplaceLoopIsNotFought(t *testing.T) {
 	sv := s.applyScratchVolume(t, ns, s.sample(scratchVolumeSample))
 	s.waitCondition(t, ns, sv.Name, v1alpha1.ConditionInjected, metav1.ConditionTrue)
 	replace := func() {
-		s.kubectl(t, "replace", "-n", ns, "--field-manager=other-operator", "-f", manifest)
+		// kubectl replace reads the current resourceVersion and sends it with the object: a write
+		// in between (the manager's restore, the StatefulSet controller's status) makes it a
+		// conflict, which such a loop meets and tries again.
+		args := []string{"replace", "-n", ns, "--field-manager=other-operator", "-f", manifest}
+		for attempt := 1; ; attempt++ {
+			out, err := s.runKubectl(t.Context(), args...)
+			if err == nil {
+				t.Logf("kubectl %s\n%s", strings.Join(args, " "), bytes.TrimSpace(out))
+				break
+			}
+			if attempt == 5 || !strings.Contains(string(out), "(Conflict)") {
+				t.Fatal(err)
+			}
+			t.Logf("kubectl replace met a conflict (attempt %d), trying again", attempt)
+			time.Sleep(200 * time.Millisecond)
+		}
 		time.Sleep(2 * time.Second)
 	}
 	eventually(t, "the controller to stop restoring", func() (bool, string) {
