@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -31,7 +33,8 @@ func CacheOptions(namespaces []string) cache.Options {
 				Label:     labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}),
 				Transform: shareConfigMapData,
 			},
-			&appsv1.StatefulSet{}: {Transform: trimStatefulSet},
+			&appsv1.StatefulSet{}:     {Transform: trimStatefulSet},
+			&v1alpha1.ScratchVolume{}: {Transform: shareTargetStatuses},
 			// Only the node agents' reports on the pods' RAM volumes, one profile per node.
 			&v1alpha1.NodeIOProfile{}: {Transform: trimProfile},
 		},
@@ -72,12 +75,16 @@ func trimStatefulSet(obj any) (any, error) {
 	sts.Spec.Selector, sts.Spec.VolumeClaimTemplates = nil, nil
 	sts.Spec.Template = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: sts.Spec.Template.Annotations}}
 	sts.Status.Conditions = nil
+	shareMetadata(&sts.ObjectMeta)
+	shareMetadata(&sts.Spec.Template.ObjectMeta)
 	return sts, nil
 }
 
 // shareConfigMapData holds each distinct file of the controller's ConfigMaps once in the cache:
 // a ScratchVolume over a fleet of one kind of server puts the same drop-in file into the ConfigMap
-// of every target. The strings stay equal to what the API server sent; only their copies go.
+// of every target. The strings stay equal to what the API server sent; only their copies go. The
+// annotations (the target's name, for people) go too: the controller reads the file, the
+// ScratchVolume label and the owner of a cached ConfigMap, and deletes it by name.
 func shareConfigMapData(obj any) (any, error) {
 	obj, err := stripManagedFields(obj)
 	cm, ok := obj.(*corev1.ConfigMap)
@@ -85,9 +92,99 @@ func shareConfigMapData(obj any) (any, error) {
 		return obj, err
 	}
 	for k, v := range cm.Data {
-		cm.Data[k] = unique.Make(v).Value()
+		cm.Data[k] = share(v)
 	}
+	cm.Annotations = nil
+	shareMetadata(&cm.ObjectMeta)
 	return cm, nil
+}
+
+// shareMetadata holds once the strings of a cached object's metadata that objects of a fleet have
+// in common: the namespace, label and annotation keys and values, and owners. Names and UIDs are
+// each object's own and stay as they are.
+func shareMetadata(m *metav1.ObjectMeta) {
+	m.Namespace = share(m.Namespace)
+	m.Labels, m.Annotations = shareMap(m.Labels), shareMap(m.Annotations)
+	for i := range m.OwnerReferences {
+		o := &m.OwnerReferences[i]
+		o.APIVersion, o.Kind, o.Name, o.UID = share(o.APIVersion), share(o.Kind), share(o.Name), share(o.UID)
+	}
+}
+
+// shareTargetStatuses holds once what the targets of a cached ScratchVolume's status have in
+// common: a selector's status lists every StatefulSet it picks, and those of one kind of server
+// report the same container, version, hash and temporary-data locations. Equal strings become one
+// string and equal location lists one list; the target list itself is cut to its length (the
+// decoder doubles it as it goes). What the status says does not change, only how many copies of it
+// the cache holds: nothing changes a cached status in place, the controller replaces it whole.
+func shareTargetStatuses(obj any) (any, error) {
+	obj, err := stripManagedFields(obj)
+	sv, ok := obj.(*v1alpha1.ScratchVolume)
+	if err != nil || !ok {
+		return obj, err
+	}
+	shareMetadata(&sv.ObjectMeta)
+	targets := sv.Status.Targets
+	if len(targets) == 0 {
+		return sv, nil
+	}
+	targets = slices.Clip(slices.Clone(targets))
+	locations := map[string][]v1alpha1.TempLocation{}
+	for i := range targets {
+		t := &targets[i]
+		t.Container, t.Version, t.ConfigHash, t.Message = share(t.Container), share(t.Version), share(t.ConfigHash), share(t.Message)
+		t.Flavor, t.Injection = share(t.Flavor), share(t.Injection)
+		if len(t.TempLocations) == 0 {
+			continue
+		}
+		key := locationsKey(t.TempLocations)
+		if l, ok := locations[key]; ok {
+			t.TempLocations = l
+			continue
+		}
+		l := slices.Clip(slices.Clone(t.TempLocations))
+		for j := range l {
+			l[j] = v1alpha1.TempLocation{Data: share(l[j].Data), Medium: share(l[j].Medium), Option: share(l[j].Option), Path: share(l[j].Path)}
+		}
+		locations[key], t.TempLocations = l, l
+	}
+	sv.Status.Targets = targets
+	return sv, nil
+}
+
+// shareMap is kv with its keys and values shared. It is a new map: assigning to a key a map has
+// keeps the map's own copy of the key.
+func shareMap(kv map[string]string) map[string]string {
+	if kv == nil {
+		return nil
+	}
+	out := make(map[string]string, len(kv))
+	for k, v := range kv {
+		out[share(k)] = share(v)
+	}
+	return out
+}
+
+// share returns the one copy of s the process holds (unique drops it when nothing holds it any
+// more).
+func share[S ~string](s S) S {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
+}
+
+// locationsKey tells location lists apart: equal lists, equal keys.
+func locationsKey(l []v1alpha1.TempLocation) string {
+	var b strings.Builder
+	for _, loc := range l {
+		for _, f := range []string{string(loc.Data), string(loc.Medium), loc.Option, loc.Path} {
+			b.WriteString(strconv.Itoa(len(f)))
+			b.WriteByte(':')
+			b.WriteString(f)
+		}
+	}
+	return b.String()
 }
 
 // plannedContainer is a copy of the container of sts named name, with only what checking a larger

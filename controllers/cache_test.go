@@ -1,8 +1,11 @@
 package controllers
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -15,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
@@ -245,4 +249,189 @@ func TestShareConfigMapData(t *testing.T) {
 	if sts := (&appsv1.StatefulSet{}); func() any { o, _ := shareConfigMapData(sts); return o }() != sts {
 		t.Error("another kind was not passed through")
 	}
+}
+
+func TestShareTargetStatuses(t *testing.T) {
+	mysql := []v1alpha1.TempLocation{
+		{Data: v1alpha1.TempDataTmpdir, Medium: v1alpha1.TempMediumMemory, Option: "tmpdir", Path: "/var/lib/mysql-tmp"},
+		{Data: v1alpha1.TempDataSessionTempTablespaces, Medium: v1alpha1.TempMediumMemory, Option: "innodb_temp_tablespaces_dir", Path: "/var/lib/mysql-tmp/innodb_temp"},
+	}
+	// The same two lists but the path of the second, which must not be taken for the first.
+	moved := slices.Clone(mysql)
+	moved[1].Path = "/var/lib/mysql-tmp/other"
+	var sv v1alpha1.ScratchVolume
+	for i, l := range [][]v1alpha1.TempLocation{mysql, mysql, moved, nil, mysql} {
+		sv.Status.Targets = append(sv.Status.Targets, v1alpha1.ScratchTargetStatus{
+			Name: fmt.Sprintf("db-%d", i), Container: "mysql", Flavor: v1alpha1.FlavorMySQL, Version: "8.4.2",
+			Injected: true, ConfigHash: "5d41402abc4b2a76", Injection: v1alpha1.InjectionArgs, TempLocations: l, Replicas: int32(i),
+		})
+	}
+	sv.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	// Decoded, as the cache's objects are: every string and list its own copy.
+	raw, err := json.Marshal(&sv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded := &v1alpha1.ScratchVolume{}
+	if err := json.Unmarshal(raw, decoded); err != nil {
+		t.Fatal(err)
+	}
+	want := decoded.DeepCopy()
+	want.ManagedFields = nil
+
+	out, err := shareTargetStatuses(decoded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*v1alpha1.ScratchVolume)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("the status changed (-want +got):\n%s", diff)
+	}
+	ts := got.Status.Targets
+	if &ts[0].TempLocations[0] != &ts[1].TempLocations[0] || &ts[0].TempLocations[0] != &ts[4].TempLocations[0] {
+		t.Error("equal location lists are held more than once")
+	}
+	if &ts[0].TempLocations[0] == &ts[2].TempLocations[0] {
+		t.Error("two different location lists were taken for one")
+	}
+	if unsafe.StringData(ts[0].ConfigHash) != unsafe.StringData(ts[3].ConfigHash) ||
+		unsafe.StringData(ts[0].TempLocations[0].Path) != unsafe.StringData(ts[2].TempLocations[0].Path) {
+		t.Error("equal strings are held more than once")
+	}
+	if cap(ts) != len(ts) || cap(ts[0].TempLocations) != len(ts[0].TempLocations) {
+		t.Errorf("lists keep room the decoder left: %d of %d targets, %d of %d locations", len(ts), cap(ts), len(ts[0].TempLocations), cap(ts[0].TempLocations))
+	}
+	// A list the cache shares must not be the one a change to another target's copy would reach.
+	ts[0].TempLocations = append(ts[0].TempLocations, v1alpha1.TempLocation{Data: v1alpha1.TempDataTmpdir})
+	if len(ts[1].TempLocations) != 2 || len(ts[4].TempLocations) != 2 {
+		t.Error("appending to one target's locations changed another's")
+	}
+	if sts := (&appsv1.StatefulSet{}); func() any { o, _ := shareTargetStatuses(sts); return o }() != sts {
+		t.Error("another kind was not passed through")
+	}
+}
+
+// BenchmarkCachedObjects reports what the cache keeps per object of each kind the manager caches
+// in number, as decoded from the API server's answer and after the cache's transform: a fleet's
+// StatefulSet (injected), its drop-in ConfigMap, and one target in a selector's status.
+func BenchmarkCachedObjects(b *testing.B) {
+	const n = 2000
+	sts := func(i int) *appsv1.StatefulSet {
+		s := fullStatefulSet("mysql:8.4", nil, nil, "2Gi")
+		s.Name, s.UID = fmt.Sprintf("db-%04d", i), types.UID(fmt.Sprintf("6f1e3c52-4b7a-4e8e-9a1c-%012d", i))
+		s.Labels = map[string]string{"app.kubernetes.io/name": "mysql", "app.kubernetes.io/part-of": "fleet", "tier": "db"}
+		s.Annotations = map[string]string{lastAppliedAnnotation: strings.Repeat("x", 3000)}
+		s.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
+			FieldsV1: metav1.NewFieldsV1(strings.Repeat("f", 2000))}}
+		s.Spec.Template.Annotations = map[string]string{"scratch.dbtune.io/tmp": "5d41402abc4b2a76"}
+		return s
+	}
+	cm := func(i int) *corev1.ConfigMap {
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-3", Name: fmt.Sprintf("tmp-db-%04d-scratch", i), UID: types.UID(fmt.Sprintf("0b6b8c1e-2f52-4d1a-8f0e-%012d", i)),
+				ResourceVersion: "123456", Labels: map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue, v1alpha1.ScratchVolumeLabel: "tmp"},
+				Annotations: map[string]string{v1alpha1.TargetAnnotation: fmt.Sprintf("db-%04d", i)},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ScratchVolume", Name: "tmp",
+					UID: "3f2a9d7e-1c4b-4f6a-9e8d-7b5c3a1f0e2d", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+			Data: map[string]string{"dbtune.cnf": "[mysqld]\ntmpdir = /var/lib/mysql-tmp\ninnodb_temp_tablespaces_dir = /var/lib/mysql-tmp/innodb_temp\n"},
+		}
+	}
+	sv := func(i int) *v1alpha1.ScratchVolume {
+		s := selectorScratchVolume(fmt.Sprintf("tmp-%d", i), nil)
+		for t := range 100 {
+			s.Status.Targets = append(s.Status.Targets, v1alpha1.ScratchTargetStatus{Name: fmt.Sprintf("db-%04d", t), Container: "mysql",
+				Flavor: v1alpha1.FlavorMySQL, Version: "8.4.2", Injected: true, ConfigHash: "5d41402abc4b2a76", Injection: v1alpha1.InjectionArgs,
+				Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, TempLocations: []v1alpha1.TempLocation{
+					{Data: v1alpha1.TempDataTmpdir, Medium: v1alpha1.TempMediumMemory, Option: "tmpdir", Path: "/var/lib/mysql-tmp"},
+					{Data: v1alpha1.TempDataSessionTempTablespaces, Medium: v1alpha1.TempMediumMemory, Option: "innodb_temp_tablespaces_dir", Path: "/var/lib/mysql-tmp/innodb_temp"},
+					{Data: v1alpha1.TempDataGlobalTempTablespace, Medium: v1alpha1.TempMediumDisk, Option: "innodb_temp_data_file_path"},
+					{Data: v1alpha1.TempDataReplicaLoad, Medium: v1alpha1.TempMediumDisk, Option: "replica_load_tmpdir", Path: "/var/lib/mysql"},
+				}})
+		}
+		return &s
+	}
+	for _, c := range []struct {
+		name      string
+		count     int // objects, or targets in each status
+		build     func(int) any
+		decode    func(any) any
+		transform toolscache.TransformFunc
+	}{
+		{"StatefulSet", n, func(i int) any { return sts(i) }, decodeProto[appsv1.StatefulSet], trimStatefulSet},
+		{"ConfigMap", n, func(i int) any { return cm(i) }, decodeProto[corev1.ConfigMap], shareConfigMapData},
+		{"ScratchVolumeTarget", 100, func(i int) any { return sv(i) }, decodeJSON[v1alpha1.ScratchVolume], shareTargetStatuses},
+	} {
+		objects := n
+		if c.count != n {
+			objects = n / c.count
+		}
+		wire := make([]any, objects)
+		for i := range wire {
+			wire[i] = c.build(i)
+		}
+		for _, transformed := range []bool{false, true} {
+			name := c.name + "/decoded"
+			if transformed {
+				name = c.name + "/cached"
+			}
+			b.Run(name, func(b *testing.B) {
+				var perObject float64
+				for b.Loop() {
+					perObject = retained(func() any {
+						kept := make([]any, len(wire))
+						for i, w := range wire {
+							kept[i] = c.decode(w)
+							if transformed {
+								kept[i], _ = c.transform(kept[i])
+							}
+						}
+						return kept
+					}) / float64(n)
+				}
+				b.ReportMetric(perObject, "B/"+c.name)
+			})
+		}
+	}
+}
+
+// retained is the heap what make returns holds on to.
+func retained(make func() any) float64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	kept := make()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(kept)
+	return float64(after.HeapAlloc) - float64(before.HeapAlloc)
+}
+
+// decodeProto decodes a copy of obj from its protobuf form, as a watch of a built-in kind does.
+func decodeProto[T any, P interface {
+	*T
+	Marshal() ([]byte, error)
+	Unmarshal([]byte) error
+}](obj any) any {
+	raw, err := obj.(P).Marshal()
+	if err != nil {
+		panic(err)
+	}
+	out := P(new(T))
+	if err := out.Unmarshal(raw); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// decodeJSON decodes a copy of obj from its JSON form, as a watch of a custom resource does.
+func decodeJSON[T any](obj any) any {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		panic(err)
+	}
+	out := new(T)
+	if err := json.Unmarshal(raw, out); err != nil {
+		panic(err)
+	}
+	return out
 }
