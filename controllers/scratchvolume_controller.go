@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,6 +41,9 @@ type ScratchVolumeReconciler struct {
 	// WriteWar is when the controller stops restoring entries another writer keeps removing
 	// (default: 3 restores within 10 minutes).
 	WriteWar WriteWarRule
+
+	// statefulSets is the cache's StatefulSet indexer, when it gives it (statefulSetIndexer).
+	statefulSets toolscache.Indexer
 
 	// slots bounds the target syncs in flight across all reconciles (acquireSlot).
 	slots     chan struct{}
@@ -135,7 +139,7 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // it has workers: all reconciles together never have more syncs in flight than workers, as when
 // each reconcile synced its targets one after the other, but when fewer ScratchVolumes than
 // workers are left to reconcile, their targets use the idle slots instead of leaving them idle.
-func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.ScratchVolume, targets []appsv1.StatefulSet, report *report) error {
+func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.ScratchVolume, targets []*appsv1.StatefulSet, report *report) error {
 	type synced struct {
 		out map[string]*outcome
 		err error
@@ -154,7 +158,7 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 		}
 		wg.Go(func() {
 			defer release()
-			out, err := r.syncStatefulSet(ctx, &targets[i], sel)
+			out, err := r.syncStatefulSet(ctx, targets[i], sel)
 			results[i] = synced{out, err}
 		})
 	}
@@ -165,19 +169,19 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 		if denial := admissionDenial(err); denial != "" {
 			// Trying again at once would be refused the same way: the status says why, and the
 			// StatefulSet's next change (the label a policy asks for) or the retry brings the next try.
-			log.FromContext(ctx).Info("Admission control refused a StatefulSet change", "statefulset", client.ObjectKeyFromObject(&targets[i]), "message", denial)
-			report.denied(&targets[i], denial)
+			log.FromContext(ctx).Info("Admission control refused a StatefulSet change", "statefulset", client.ObjectKeyFromObject(targets[i]), "message", denial)
+			report.denied(targets[i], denial)
 			continue
 		}
 		if staleWrite(err) {
 			return err
 		}
 		if err != nil {
-			report.failed(&targets[i], err)
+			report.failed(targets[i], err)
 			errs = append(errs, err)
 			continue
 		}
-		report.add(&targets[i], out[sv.Name])
+		report.add(targets[i], out[sv.Name])
 	}
 	return errors.Join(errs...)
 }
@@ -230,11 +234,10 @@ func (r *ScratchVolumeReconciler) ensureFinalizer(ctx context.Context, sv *v1alp
 
 // revertDropped re-syncs every StatefulSet that still carries sv but is not among keep, which removes
 // sv's entries from it (sv no longer selects it, or sv is being deleted).
-func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha1.ScratchVolume, keep []appsv1.StatefulSet) error {
-	injected := &appsv1.StatefulSetList{}
-	// The cache's own objects, as in targets: syncStatefulSet copies the one it writes.
-	if err := r.List(ctx, injected, client.InNamespace(sv.Namespace), client.MatchingFields{indexInjectedBy: sv.Name}, client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("failed to list StatefulSets injected by ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
+func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha1.ScratchVolume, keep []*appsv1.StatefulSet) error {
+	injected, err := r.injectedBy(ctx, sv)
+	if err != nil {
+		return err
 	}
 	kept := map[string]bool{}
 	for _, s := range keep {
@@ -244,15 +247,15 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 	if err != nil {
 		return err
 	}
-	for i := range injected.Items {
-		if kept[injected.Items[i].Name] {
+	for _, sts := range injected {
+		if kept[sts.Name] {
 			continue
 		}
 		release, err := r.acquireSlot(ctx)
 		if err != nil {
 			return err
 		}
-		out, err := r.syncStatefulSet(ctx, &injected.Items[i], sel)
+		out, err := r.syncStatefulSet(ctx, sts, sel)
 		release()
 		if err != nil {
 			return err
@@ -260,8 +263,8 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 		if out == nil {
 			continue // deleted meanwhile: nothing was reverted
 		}
-		r.Recorder.Eventf(sv, &injected.Items[i], corev1.EventTypeNormal, EventReverted, actionRevert,
-			"Removed the RAM volume and its settings from StatefulSet %s", injected.Items[i].Name)
+		r.Recorder.Eventf(sv, sts, corev1.EventTypeNormal, EventReverted, actionRevert,
+			"Removed the RAM volume and its settings from StatefulSet %s", sts.Name)
 	}
 	return nil
 }
@@ -274,6 +277,13 @@ func (r *ScratchVolumeReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	}
 	if err := setupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
+	}
+	if r.statefulSets == nil {
+		ix, err := statefulSetIndexer(ctx, mgr.GetCache())
+		if err != nil {
+			return err
+		}
+		r.statefulSets = ix
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ScratchVolume{}, builder.WithPredicates(predicate.Or(

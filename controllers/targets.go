@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -27,6 +29,9 @@ const (
 	indexHasSelector = "spec.target.selector"
 	// indexInjectedBy indexes StatefulSets by the ScratchVolumes whose annotation they carry.
 	indexInjectedBy = "dbtune.io/injected-by"
+	// indexerInjectedBy is the same index, namespace/name, in the StatefulSet informer's indexer
+	// (statefulSetIndexer).
+	indexerInjectedBy = "dbtune.io/injected-by-namespaced"
 )
 
 func setupIndexes(ctx context.Context, fi client.FieldIndexer) error {
@@ -60,31 +65,107 @@ func setupIndexes(ctx context.Context, fi client.FieldIndexer) error {
 	return nil
 }
 
-// targets lists the StatefulSets sv selects now, sorted by name. They are the cache's own objects
-// (a selector can pick hundreds, and every reconcile would copy them all): syncStatefulSet copies
-// the one it writes.
-func (r *ScratchVolumeReconciler) targets(ctx context.Context, sv *v1alpha1.ScratchVolume) ([]appsv1.StatefulSet, error) {
+// targets lists the StatefulSets sv selects now, sorted by name. They are the cache's own objects,
+// to read only (syncStatefulSet copies the one it writes): a selector can pick hundreds, and every
+// reconcile reads them all.
+func (r *ScratchVolumeReconciler) targets(ctx context.Context, sv *v1alpha1.ScratchVolume) ([]*appsv1.StatefulSet, error) {
 	if name := sv.Spec.Target.Name; name != "" {
-		sts := appsv1.StatefulSet{}
-		err := r.Get(ctx, types.NamespacedName{Namespace: sv.Namespace, Name: name}, &sts)
+		sts := &appsv1.StatefulSet{}
+		err := r.Get(ctx, types.NamespacedName{Namespace: sv.Namespace, Name: name}, sts)
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil, nil
 		case err != nil:
 			return nil, fmt.Errorf("failed to get StatefulSet %s/%s: %w", sv.Namespace, name, err)
 		}
-		return []appsv1.StatefulSet{sts}, nil
+		return []*appsv1.StatefulSet{sts}, nil
 	}
 	sel, err := sv.Spec.Target.Selector.AsSelector()
 	if err != nil {
 		return nil, &invalidSelectorError{err: err}
 	}
-	list := &appsv1.StatefulSetList{}
-	if err := r.List(ctx, list, client.InNamespace(sv.Namespace), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
+	targets, err := r.cachedStatefulSets(ctx, sv.Namespace, "", sel)
+	if err != nil {
 		return nil, fmt.Errorf("failed to list StatefulSets in %s: %w", sv.Namespace, err)
 	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-	return list.Items, nil
+	sort.Slice(targets, func(i, j int) bool { return targets[i].Name < targets[j].Name })
+	return targets, nil
+}
+
+// injectedBy lists the StatefulSets that carry sv's injection, the cache's own objects, to read
+// only.
+func (r *ScratchVolumeReconciler) injectedBy(ctx context.Context, sv *v1alpha1.ScratchVolume) ([]*appsv1.StatefulSet, error) {
+	injected, err := r.cachedStatefulSets(ctx, sv.Namespace, sv.Name, labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("failed to list StatefulSets injected by ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
+	}
+	return injected, nil
+}
+
+// cachedStatefulSets returns the cache's own StatefulSets of namespace that sel matches and, unless
+// injectedBy is empty, that carry the injection of that ScratchVolume. They come from the
+// informer's indexer when the cache gives it (statefulSetIndexer): a List copies every object into
+// its items, 1.3 KB a StatefulSet, and each reconcile of a selector read all its targets twice.
+func (r *ScratchVolumeReconciler) cachedStatefulSets(ctx context.Context, namespace, injectedBy string, sel labels.Selector) ([]*appsv1.StatefulSet, error) {
+	var out []*appsv1.StatefulSet
+	if r.statefulSets != nil {
+		index, key := toolscache.NamespaceIndex, namespace
+		if injectedBy != "" {
+			index, key = indexerInjectedBy, namespace+"/"+injectedBy
+		}
+		objs, err := r.statefulSets.ByIndex(index, key)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if sts, ok := o.(*appsv1.StatefulSet); ok && sel.Matches(labels.Set(sts.Labels)) {
+				out = append(out, sts)
+			}
+		}
+		return out, nil
+	}
+	opts := []client.ListOption{client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy}
+	if injectedBy != "" {
+		opts = append(opts, client.MatchingFields{indexInjectedBy: injectedBy})
+	}
+	list := &appsv1.StatefulSetList{}
+	if err := r.List(ctx, list, opts...); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	return out, nil
+}
+
+// statefulSetIndexer is the indexer of the cache's StatefulSet informer, with an index of the
+// injected StatefulSets by namespace/ScratchVolume beside client-go's namespace index, or nil when
+// the cache does not give its informers' indexers (one restricted to a few namespaces holds an
+// informer per namespace): cachedStatefulSets then lists.
+func statefulSetIndexer(ctx context.Context, c cache.Cache) (toolscache.Indexer, error) {
+	inf, err := c.GetInformer(ctx, &appsv1.StatefulSet{})
+	if err != nil {
+		return nil, fmt.Errorf("failed to get the StatefulSet informer: %w", err)
+	}
+	indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		return nil, nil
+	}
+	err = inf.AddIndexers(toolscache.Indexers{indexerInjectedBy: func(obj any) ([]string, error) {
+		sts, ok := obj.(*appsv1.StatefulSet)
+		if !ok {
+			return nil, nil
+		}
+		names := inject.ScratchVolumes(&sts.Spec.Template)
+		for i, name := range names {
+			names[i] = sts.Namespace + "/" + name
+		}
+		return names, nil
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("failed to index StatefulSets by the ScratchVolumes they carry: %w", err)
+	}
+	return indexed.GetIndexer(), nil
 }
 
 // selects reports whether sv selects sts.
@@ -105,6 +186,9 @@ func selects(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) bool {
 type selectors struct {
 	namespace string
 	items     []v1alpha1.ScratchVolume
+	// parsed are the items' selectors, parsed once; nil for one that selects nothing (empty or
+	// invalid, as in selects).
+	parsed []labels.Selector
 }
 
 func (r *ScratchVolumeReconciler) selectorsIn(ctx context.Context, namespace string) (selectors, error) {
@@ -112,7 +196,18 @@ func (r *ScratchVolumeReconciler) selectorsIn(ctx context.Context, namespace str
 	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{indexHasSelector: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		return selectors{}, fmt.Errorf("failed to list ScratchVolumes in %s: %w", namespace, err)
 	}
-	return selectors{namespace: namespace, items: list.Items}, nil
+	sel := selectors{namespace: namespace, items: list.Items, parsed: make([]labels.Selector, len(list.Items))}
+	for i := range list.Items {
+		if parsed, err := list.Items[i].Spec.Target.Selector.AsSelector(); err == nil && !parsed.Empty() {
+			sel.parsed[i] = parsed
+		}
+	}
+	return sel, nil
+}
+
+// selects reports whether the i-th of sel selects sts, a StatefulSet of sel's namespace.
+func (sel selectors) selects(i int, sts *appsv1.StatefulSet) bool {
+	return sel.parsed[i] != nil && sel.items[i].Spec.Target.Name == "" && sel.parsed[i].Matches(labels.Set(sts.Labels))
 }
 
 // scratchVolumesFor lists the live ScratchVolumes that select sts, oldest first: the order that
@@ -129,11 +224,14 @@ func (r *ScratchVolumeReconciler) scratchVolumesFor(ctx context.Context, sts *ap
 		return nil, fmt.Errorf("failed to list ScratchVolumes for StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 	}
 	var out []v1alpha1.ScratchVolume
-	for _, list := range [][]v1alpha1.ScratchVolume{byName.Items, sel.items} {
-		for i := range list {
-			if sv := &list[i]; sv.DeletionTimestamp.IsZero() && selects(sv, sts) {
-				out = append(out, *sv)
-			}
+	for i := range byName.Items {
+		if sv := &byName.Items[i]; sv.DeletionTimestamp.IsZero() && selects(sv, sts) {
+			out = append(out, *sv)
+		}
+	}
+	for i := range sel.items {
+		if sv := &sel.items[i]; sv.DeletionTimestamp.IsZero() && sel.selects(i, sts) {
+			out = append(out, *sv)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return older(&out[i], &out[j]) })

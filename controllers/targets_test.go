@@ -1,0 +1,117 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/inject"
+)
+
+// informerCache is a cache that gives one informer, the StatefulSets'.
+type informerCache struct {
+	cache.Cache
+	informer cache.Informer
+}
+
+func (c informerCache) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+	return c.informer, nil
+}
+
+// TestCachedStatefulSetsReadTheIndexer checks that the StatefulSets a reconcile reads through the
+// informer's indexer (no copies) are those it read through a List of the cache (a copy of each),
+// for every namespace, label selector and injecting ScratchVolume of a mixed set: the index of
+// injected StatefulSets added to the informer keys them as the cache's field index does.
+func TestCachedStatefulSetsReadTheIndexer(t *testing.T) {
+	var objs []client.Object
+	for i := range 24 {
+		sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%3), Name: fmt.Sprintf("db-%02d", i),
+			Labels: map[string]string{"tier": []string{"db", "cache"}[i%2]}}}
+		annotations := map[string]string{}
+		for _, sv := range []string{"tmp", "other"}[:i%3] {
+			annotations[v1alpha1.InjectionAnnotationPrefix+sv] = "hash"
+		}
+		if i%4 == 0 {
+			annotations["unrelated.example.com/tmp"] = "x"
+		}
+		sts.Spec.Template.Annotations = annotations
+		objs = append(objs, sts)
+	}
+	informer := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			return &appsv1.StatefulSetList{}, nil
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+	}, &appsv1.StatefulSet{}, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	indexer, err := statefulSetIndexer(context.Background(), informerCache{informer: informer})
+	if err != nil || indexer == nil {
+		t.Fatalf("no indexer from a cache that gives one: %v", err)
+	}
+	for _, o := range objs {
+		if err := indexer.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The index setupIndexes gives the cache.
+	fallback := fake.NewClientBuilder().WithObjects(objs...).
+		WithIndex(&appsv1.StatefulSet{}, indexInjectedBy, func(o client.Object) []string {
+			return inject.ScratchVolumes(&o.(*appsv1.StatefulSet).Spec.Template)
+		}).Build()
+	indexed, listed := &ScratchVolumeReconciler{statefulSets: indexer}, &ScratchVolumeReconciler{Client: fallback}
+
+	names := func(r *ScratchVolumeReconciler, ns, sv string, sel labels.Selector) []string {
+		t.Helper()
+		got, err := r.cachedStatefulSets(context.Background(), ns, sv, sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, sts := range got {
+			out = append(out, sts.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	found := 0
+	for _, ns := range []string{"ns-0", "ns-1", "ns-2", "ns-3"} {
+		for _, sv := range []string{"", "tmp", "other", "none"} {
+			for _, sel := range []labels.Selector{labels.Everything(), labels.SelectorFromSet(labels.Set{"tier": "db"})} {
+				want, got := names(listed, ns, sv, sel), names(indexed, ns, sv, sel)
+				if !slices.Equal(want, got) {
+					t.Errorf("namespace %s, injected by %q, selector %q: the indexer gave %v, a List %v", ns, sv, sel, got, want)
+				}
+				found += len(got)
+			}
+		}
+	}
+	if found == 0 {
+		t.Fatal("nothing found: the comparison proves nothing")
+	}
+	// The indexer's objects are the cache's own: no copies.
+	got, _ := indexed.cachedStatefulSets(context.Background(), "ns-0", "", labels.Everything())
+	if item, _, _ := indexer.Get(got[0]); item != got[0] {
+		t.Error("the indexer's StatefulSets were copied")
+	}
+
+	// A cache that does not give its indexers (one per namespace) leaves the List.
+	if ix, err := statefulSetIndexer(context.Background(), informerCache{informer: noIndexer{informer}}); err != nil || ix != nil {
+		t.Errorf("an indexer from a cache that gives none: %v, %v", ix, err)
+	}
+}
+
+// noIndexer hides the informer's indexer.
+type noIndexer struct{ toolscache.SharedIndexInformer }
+
+func (noIndexer) GetIndexer() {}
