@@ -1,11 +1,16 @@
 package controllers
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 )
@@ -77,4 +82,47 @@ func TestOnlyPodCountsMoved(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkStatusPatch compares, for a selector's status of 500 targets, the status write's work
+// as it is (two encodings compared, the new one sent whole) with a merge patch made from the last
+// status and a deep comparison of the two.
+func BenchmarkStatusPatch(b *testing.B) {
+	status := func(replicas int32) v1alpha1.ScratchVolumeStatus {
+		s := v1alpha1.ScratchVolumeStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready"}}}
+		for i := range 500 {
+			s.Targets = append(s.Targets, v1alpha1.ScratchTargetStatus{Name: fmt.Sprintf("db-%04d", i), Container: "mysql", Flavor: v1alpha1.FlavorMySQL,
+				Version: "8.4.2", Injected: true, ConfigHash: "5d41402abc4b2a76", Injection: v1alpha1.InjectionArgs, Replicas: replicas,
+				TempLocations: []v1alpha1.TempLocation{
+					{Data: v1alpha1.TempDataTmpdir, Medium: v1alpha1.TempMediumMemory, Option: "tmpdir", Path: "/var/lib/mysql-tmp"},
+					{Data: v1alpha1.TempDataSessionTempTablespaces, Medium: v1alpha1.TempMediumMemory, Option: "innodb_temp_tablespaces_dir", Path: "/var/lib/mysql-tmp/innodb_temp"},
+				}})
+		}
+		return s
+	}
+	last, next := &v1alpha1.ScratchVolume{Status: status(2)}, &v1alpha1.ScratchVolume{Status: status(3)}
+	b.Run("json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			l, _ := json.Marshal(&last.Status)
+			n, _ := json.Marshal(&next.Status)
+			if bytes.Equal(l, n) {
+				b.Fatal("equal")
+			}
+			if _, err := replaceStatus(n).Data(next); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("deep-equal+merge-patch", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if equality.Semantic.DeepEqual(last.Status, next.Status) {
+				b.Fatal("equal")
+			}
+			if _, err := client.MergeFrom(last).Data(next); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
