@@ -17,10 +17,6 @@ import (
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 )
 
-// lastAppliedAnnotation is where kubectl's client-side apply keeps a second copy of the whole
-// manifest.
-const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
-
 // CacheOptions keep the manager's informer caches small at scale: managedFields are dropped (the
 // controller compares the entries it owns, not field sets), StatefulSets keep only what every
 // reconcile reads of them (trimStatefulSet), and only the ConfigMaps the controller made are
@@ -53,8 +49,9 @@ func CacheOptions(namespaces []string) cache.Options {
 var stripManagedFields toolscache.TransformFunc = cache.TransformStripManagedFields()
 
 // trimStatefulSet keeps of a cached StatefulSet what the controller reads of every target on
-// every reconcile: its metadata but managedFields and kubectl's last-applied copy of the manifest
-// (the labels select it, the generation and owner references key its remembered decision), its
+// every reconcile: its metadata but managedFields and annotations (the labels select it, the
+// generation and owner references key its remembered decision; the annotations, kubectl's
+// last-applied copy of the manifest or a GitOps tool's and a package manager's, are no one's), its
 // replicas and update strategy and its status but the conditions (how far a rollout got), and its
 // pod template's annotations (which ScratchVolumes' entries it carries, with their hashes).
 //
@@ -71,7 +68,7 @@ func trimStatefulSet(obj any) (any, error) {
 		return obj, err
 	}
 	// The object is fresh from the watch and not shared yet: it is the transform's to change.
-	delete(sts.Annotations, lastAppliedAnnotation)
+	sts.Annotations = nil
 	sts.Spec.Selector, sts.Spec.VolumeClaimTemplates = nil, nil
 	sts.Spec.Template = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: sts.Spec.Template.Annotations}}
 	sts.Status.Conditions = nil
