@@ -11,10 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/inject"
@@ -115,3 +117,103 @@ func TestCachedStatefulSetsReadTheIndexer(t *testing.T) {
 type noIndexer struct{ toolscache.SharedIndexInformer }
 
 func (noIndexer) GetIndexer() {}
+
+// eventLog records the Events a reconciler sends.
+type eventLog struct{ reasons []string }
+
+func (l *eventLog) Eventf(_, _ runtime.Object, _, reason, _, _ string, _ ...any) {
+	l.reasons = append(l.reasons, reason)
+}
+
+func (l *eventLog) AnnotatedEventf(_, _ runtime.Object, _ map[string]string, _, reason, _, _ string, _ ...any) {
+	l.reasons = append(l.reasons, reason)
+}
+
+// TestStatefulSetGoneBeforeItsPlanIsRead plays a StatefulSet deleted between the cache, which
+// still has it, and the read of the whole object that plans it: the sync plans nothing, writes
+// nothing and reports no failure, and a revert of it sends no Reverted Event.
+func TestStatefulSetGoneBeforeItsPlanIsRead(t *testing.T) {
+	ctx := context.Background()
+	sv := selectorScratchVolume("tmp", nil)
+	cached := fullStatefulSet("mariadb:11.4", nil, nil, "2Gi")
+	cached.Labels = map[string]string{"tier": "db"}
+	cached.Spec.Template.Annotations = map[string]string{sv.InjectionAnnotation(): "abc"}
+	writes := 0
+	count := func() { writes++ }
+	c := fake.NewClientBuilder().WithObjects(&sv, cached).WithScheme(schemeWithAPI(t)).
+		WithIndex(&v1alpha1.ScratchVolume{}, indexTargetName, func(o client.Object) []string {
+			if n := o.(*v1alpha1.ScratchVolume).Spec.Target.Name; n != "" {
+				return []string{n}
+			}
+			return nil
+		}).
+		WithIndex(&v1alpha1.ScratchVolume{}, indexHasSelector, func(o client.Object) []string {
+			if o.(*v1alpha1.ScratchVolume).Spec.Target.Selector != nil {
+				return []string{"true"}
+			}
+			return nil
+		}).
+		WithIndex(&appsv1.StatefulSet{}, indexInjectedBy, func(o client.Object) []string {
+			return inject.ScratchVolumes(&o.(*appsv1.StatefulSet).Spec.Template)
+		}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+				count()
+				return nil
+			},
+			Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error {
+				count()
+				return nil
+			},
+			Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+				count()
+				return nil
+			},
+			Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+				count()
+				return nil
+			},
+			Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
+				count()
+				return nil
+			},
+		}).Build()
+	events := &eventLog{}
+	// The API server no longer has it.
+	gone := fake.NewClientBuilder().WithScheme(schemeWithAPI(t)).Build()
+	r := &ScratchVolumeReconciler{Client: c, APIReader: gone, Recorder: events}
+
+	sel, err := r.selectorsIn(ctx, cached.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sel.items) != 1 {
+		t.Fatalf("the ScratchVolume is not found as a selector: %+v", sel.items)
+	}
+	out, err := r.syncStatefulSet(ctx, cached, sel)
+	if err != nil || out != nil {
+		t.Errorf("the sync of a StatefulSet that is gone gave %v, %v; want nothing and no error", out, err)
+	}
+	if err := r.revertDropped(ctx, &sv, nil); err != nil {
+		t.Errorf("the revert of a StatefulSet that is gone failed: %v", err)
+	}
+	if writes != 0 || len(events.reasons) != 0 {
+		t.Errorf("%d writes and Events %v for a StatefulSet that is gone", writes, events.reasons)
+	}
+	if n := r.decisions.size(); n != 0 {
+		t.Errorf("%d decisions remembered for a StatefulSet that is gone", n)
+	}
+}
+
+// schemeWithAPI is client-go's scheme with the project's kinds.
+func schemeWithAPI(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
