@@ -35,11 +35,23 @@ const (
 )
 
 func setupIndexes(ctx context.Context, fi client.FieldIndexer) error {
-	indexes := []struct {
-		obj   client.Object
-		field string
-		fn    client.IndexerFunc
-	}{
+	for _, ix := range fieldIndexes() {
+		if err := fi.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
+			return fmt.Errorf("failed to index %T by %s: %w", ix.obj, ix.field, err)
+		}
+	}
+	return nil
+}
+
+// fieldIndex is one of the cache's field indexes.
+type fieldIndex struct {
+	obj   client.Object
+	field string
+	fn    client.IndexerFunc
+}
+
+func fieldIndexes() []fieldIndex {
+	return []fieldIndex{
 		{&v1alpha1.ScratchVolume{}, indexTargetName, func(o client.Object) []string {
 			if n := o.(*v1alpha1.ScratchVolume).Spec.Target.Name; n != "" {
 				return []string{n}
@@ -57,12 +69,6 @@ func setupIndexes(ctx context.Context, fi client.FieldIndexer) error {
 		}},
 		{&v1alpha1.NodeIOProfile{}, indexObservedScratchVolumes, observedScratchVolumes},
 	}
-	for _, ix := range indexes {
-		if err := fi.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
-			return fmt.Errorf("failed to index %T by %s: %w", ix.obj, ix.field, err)
-		}
-	}
-	return nil
 }
 
 // targets lists the StatefulSets sv selects now, sorted by name. They are the cache's own objects,

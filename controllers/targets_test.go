@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
-	"github.com/dbtune/scratch-operator/controllers/inject"
 )
 
 // informerCache is a cache that gives one informer, the StatefulSets'.
@@ -66,11 +65,7 @@ func TestCachedStatefulSetsReadTheIndexer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The index setupIndexes gives the cache.
-	fallback := fake.NewClientBuilder().WithObjects(objs...).
-		WithIndex(&appsv1.StatefulSet{}, indexInjectedBy, func(o client.Object) []string {
-			return inject.ScratchVolumes(&o.(*appsv1.StatefulSet).Spec.Template)
-		}).Build()
+	fallback := withFieldIndexes(fake.NewClientBuilder().WithScheme(schemeWithAPI(t)).WithObjects(objs...)).Build()
 	indexed, listed := &ScratchVolumeReconciler{statefulSets: indexer}, &ScratchVolumeReconciler{Client: fallback}
 
 	names := func(r *ScratchVolumeReconciler, ns, sv string, sel labels.Selector) []string {
@@ -140,22 +135,7 @@ func TestStatefulSetGoneBeforeItsPlanIsRead(t *testing.T) {
 	cached.Spec.Template.Annotations = map[string]string{sv.InjectionAnnotation(): "abc"}
 	writes := 0
 	count := func() { writes++ }
-	c := fake.NewClientBuilder().WithObjects(&sv, cached).WithScheme(schemeWithAPI(t)).
-		WithIndex(&v1alpha1.ScratchVolume{}, indexTargetName, func(o client.Object) []string {
-			if n := o.(*v1alpha1.ScratchVolume).Spec.Target.Name; n != "" {
-				return []string{n}
-			}
-			return nil
-		}).
-		WithIndex(&v1alpha1.ScratchVolume{}, indexHasSelector, func(o client.Object) []string {
-			if o.(*v1alpha1.ScratchVolume).Spec.Target.Selector != nil {
-				return []string{"true"}
-			}
-			return nil
-		}).
-		WithIndex(&appsv1.StatefulSet{}, indexInjectedBy, func(o client.Object) []string {
-			return inject.ScratchVolumes(&o.(*appsv1.StatefulSet).Spec.Template)
-		}).
+	c := withFieldIndexes(fake.NewClientBuilder().WithObjects(&sv, cached).WithScheme(schemeWithAPI(t))).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
 				count()
@@ -216,4 +196,12 @@ func schemeWithAPI(t *testing.T) *runtime.Scheme {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// withFieldIndexes gives a fake client the cache's field indexes (setupIndexes).
+func withFieldIndexes(b *fake.ClientBuilder) *fake.ClientBuilder {
+	for _, ix := range fieldIndexes() {
+		b = b.WithIndex(ix.obj, ix.field, ix.fn)
+	}
+	return b
 }
