@@ -174,18 +174,6 @@ func statefulSetIndexer(ctx context.Context, c cache.Cache) (toolscache.Indexer,
 	return indexed.GetIndexer(), nil
 }
 
-// selects reports whether sv selects sts.
-func selects(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) bool {
-	if sv.Namespace != sts.Namespace {
-		return false
-	}
-	if sv.Spec.Target.Name != "" {
-		return sv.Spec.Target.Name == sts.Name
-	}
-	sel, err := sv.Spec.Target.Selector.AsSelector()
-	return err == nil && !sel.Empty() && sel.Matches(labels.Set(sts.Labels))
-}
-
 // selectors are the ScratchVolumes of one namespace that select by label, read once for all the
 // StatefulSets a reconcile syncs: every one of them may select each. The cache's own objects, to
 // read only, as in scratchVolumesFor.
@@ -193,7 +181,7 @@ type selectors struct {
 	namespace string
 	items     []v1alpha1.ScratchVolume
 	// parsed are the items' selectors, parsed once; nil for one that selects nothing (empty or
-	// invalid, as in selects).
+	// invalid: the API admits neither, a ScratchVolume stored before its rules were may hold one).
 	parsed []labels.Selector
 }
 
@@ -213,7 +201,7 @@ func (r *ScratchVolumeReconciler) selectorsIn(ctx context.Context, namespace str
 
 // selects reports whether the i-th of sel selects sts, a StatefulSet of sel's namespace.
 func (sel selectors) selects(i int, sts *appsv1.StatefulSet) bool {
-	return sel.parsed[i] != nil && sel.items[i].Spec.Target.Name == "" && sel.parsed[i].Matches(labels.Set(sts.Labels))
+	return sel.parsed[i] != nil && sel.parsed[i].Matches(labels.Set(sts.Labels))
 }
 
 // scratchVolumesFor lists the live ScratchVolumes that select sts, oldest first: the order that
@@ -230,8 +218,9 @@ func (r *ScratchVolumeReconciler) scratchVolumesFor(ctx context.Context, sts *ap
 		return nil, fmt.Errorf("failed to list ScratchVolumes for StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 	}
 	var out []v1alpha1.ScratchVolume
+	// The index matched these by name in sts's namespace.
 	for i := range byName.Items {
-		if sv := &byName.Items[i]; sv.DeletionTimestamp.IsZero() && selects(sv, sts) {
+		if sv := &byName.Items[i]; sv.DeletionTimestamp.IsZero() {
 			out = append(out, *sv)
 		}
 	}
