@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,33 +80,30 @@ func trimStatefulSet(obj any) (any, error) {
 
 // shareConfigMapData holds each distinct file of the controller's ConfigMaps once in the cache:
 // a ScratchVolume over a fleet of one kind of server puts the same drop-in file into the ConfigMap
-// of every target. The strings stay equal to what the API server sent; only their copies go. The
-// annotations (the target's name, for people) go too: the controller reads the file, the
-// ScratchVolume label and the owner of a cached ConfigMap, and deletes it by name.
+// of every target, with the same labels and owner. The data stays equal to what the API server
+// sent; only its copies go. The annotations (the target's name, for people) go too: the controller
+// reads the file, the ScratchVolume label and the owner of a cached ConfigMap, and deletes it by
+// name.
 func shareConfigMapData(obj any) (any, error) {
 	obj, err := stripManagedFields(obj)
 	cm, ok := obj.(*corev1.ConfigMap)
 	if err != nil || !ok {
 		return obj, err
 	}
-	for k, v := range cm.Data {
-		cm.Data[k] = share(v)
-	}
+	cm.Data = shareMap(cm.Data)
 	cm.Annotations = nil
 	shareMetadata(&cm.ObjectMeta)
 	return cm, nil
 }
 
-// shareMetadata holds once the strings of a cached object's metadata that objects of a fleet have
-// in common: the namespace, label and annotation keys and values, and owners. Names and UIDs are
-// each object's own and stay as they are.
+// shareMetadata holds once what the metadata of cached objects of a fleet has in common: the
+// namespace, equal label and annotation maps (and their strings), and equal owner lists. Names and
+// UIDs are each object's own and stay as they are. Nothing changes a cached object in place: a
+// shared map or list is read only, like the rest of the cache.
 func shareMetadata(m *metav1.ObjectMeta) {
 	m.Namespace = share(m.Namespace)
 	m.Labels, m.Annotations = shareMap(m.Labels), shareMap(m.Annotations)
-	for i := range m.OwnerReferences {
-		o := &m.OwnerReferences[i]
-		o.APIVersion, o.Kind, o.Name, o.UID = share(o.APIVersion), share(o.Kind), share(o.Name), share(o.UID)
-	}
+	m.OwnerReferences = shareOwners(m.OwnerReferences)
 }
 
 // shareTargetStatuses holds once what the targets of a cached ScratchVolume's status have in
@@ -149,17 +147,68 @@ func shareTargetStatuses(obj any) (any, error) {
 	return sv, nil
 }
 
-// shareMap is kv with its keys and values shared. It is a new map: assigning to a key a map has
-// keeps the map's own copy of the key.
+// sharedMaps and sharedOwners hold the maps and owner lists that cached objects share.
+var (
+	sharedMaps   sharedTable[map[string]string]
+	sharedOwners sharedTable[[]metav1.OwnerReference]
+)
+
+// shareMap returns a map equal to kv that every cached object with an equal one holds, its keys and
+// values shared too.
 func shareMap(kv map[string]string) map[string]string {
 	if kv == nil {
 		return nil
 	}
-	out := make(map[string]string, len(kv))
-	for k, v := range kv {
-		out[share(k)] = share(v)
+	keys := slices.Sorted(maps.Keys(kv))
+	var key strings.Builder
+	for _, k := range keys {
+		writeField(&key, k)
+		writeField(&key, kv[k])
 	}
-	return out
+	return sharedMaps.get(key.String(), func() map[string]string {
+		out := make(map[string]string, len(kv))
+		for k, v := range kv {
+			out[share(k)] = share(v)
+		}
+		return out
+	})
+}
+
+// shareOwners returns an owner list equal to refs that every cached object with an equal one
+// holds: the drop-in ConfigMaps of one ScratchVolume are all owned by it.
+func shareOwners(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	if refs == nil {
+		return nil
+	}
+	var key strings.Builder
+	for _, o := range refs {
+		for _, f := range []string{o.APIVersion, o.Kind, o.Name, string(o.UID), flag(o.Controller), flag(o.BlockOwnerDeletion)} {
+			writeField(&key, f)
+		}
+	}
+	return sharedOwners.get(key.String(), func() []metav1.OwnerReference {
+		out := slices.Clip(slices.Clone(refs))
+		for i := range out {
+			o := &out[i]
+			o.APIVersion, o.Kind, o.Name, o.UID = share(o.APIVersion), share(o.Kind), share(o.Name), share(o.UID)
+		}
+		return out
+	})
+}
+
+// flag tells an unset, false and true optional flag apart in a key.
+func flag(b *bool) string {
+	if b == nil {
+		return "-"
+	}
+	return strconv.FormatBool(*b)
+}
+
+// writeField appends s to a key of several strings so that no other strings make the same key.
+func writeField(b *strings.Builder, s string) {
+	b.WriteString(strconv.Itoa(len(s)))
+	b.WriteByte(':')
+	b.WriteString(s)
 }
 
 // share returns the one copy of s the process holds (unique drops it when nothing holds it any
@@ -176,9 +225,7 @@ func locationsKey(l []v1alpha1.TempLocation) string {
 	var b strings.Builder
 	for _, loc := range l {
 		for _, f := range []string{string(loc.Data), string(loc.Medium), loc.Option, loc.Path} {
-			b.WriteString(strconv.Itoa(len(f)))
-			b.WriteByte(':')
-			b.WriteString(f)
+			writeField(&b, f)
 		}
 	}
 	return b.String()

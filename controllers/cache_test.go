@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -133,6 +134,15 @@ func selectorScratchVolume(name string, change func(*v1alpha1.ScratchVolumeSpec)
 	return sv
 }
 
+// scratchVolumes is svs as a sync reads them, through pointers.
+func scratchVolumes(svs ...v1alpha1.ScratchVolume) []*v1alpha1.ScratchVolume {
+	out := make([]*v1alpha1.ScratchVolume, len(svs))
+	for i := range svs {
+		out[i] = &svs[i]
+	}
+	return out
+}
+
 // TestTrimmedStatefulSetsReportTheSame plans each case on the whole StatefulSet, before and after
 // the injection, and checks that the cache's trimmed copy gives what a reconcile reads of it
 // without planning the same as the whole one: the inputs that key the remembered decision, the
@@ -142,18 +152,18 @@ func TestTrimmedStatefulSetsReportTheSame(t *testing.T) {
 	cases := []struct {
 		name string
 		sts  *appsv1.StatefulSet
-		svs  []v1alpha1.ScratchVolume
+		svs  []*v1alpha1.ScratchVolume
 	}{
-		{"MariaDB, defaults", fullStatefulSet("mariadb:11.4", []string{"--innodb-buffer-pool-size=512M"}, nil, "2Gi"), []v1alpha1.ScratchVolume{selectorScratchVolume("a", nil)}},
-		{"MySQL 8.4, Args", fullStatefulSet("mysql:8.4", nil, nil, "2048Mi"), []v1alpha1.ScratchVolume{selectorScratchVolume("a", func(s *v1alpha1.ScratchVolumeSpec) {
+		{"MariaDB, defaults", fullStatefulSet("mariadb:11.4", []string{"--innodb-buffer-pool-size=512M"}, nil, "2Gi"), scratchVolumes(selectorScratchVolume("a", nil))},
+		{"MySQL 8.4, Args", fullStatefulSet("mysql:8.4", nil, nil, "2048Mi"), scratchVolumes(selectorScratchVolume("a", func(s *v1alpha1.ScratchVolumeSpec) {
 			s.MySQL = &v1alpha1.MySQLSpec{Injection: v1alpha1.InjectionArgs}
-		})}},
-		{"Bitnami, ExtraFlags, Reserve", fullStatefulSet("bitnami/mariadb:11.4", nil, mariadbFlags, "2Gi"), []v1alpha1.ScratchVolume{selectorScratchVolume("a", func(s *v1alpha1.ScratchVolumeSpec) {
+		}))},
+		{"Bitnami, ExtraFlags, Reserve", fullStatefulSet("bitnami/mariadb:11.4", nil, mariadbFlags, "2Gi"), scratchVolumes(selectorScratchVolume("a", func(s *v1alpha1.ScratchVolumeSpec) {
 			s.MySQL = &v1alpha1.MySQLSpec{Injection: v1alpha1.InjectionExtraFlags}
 			s.Memory = v1alpha1.MemorySpec{Accounting: v1alpha1.MemoryReserve}
-		})}},
-		{"limit too small", fullStatefulSet("mariadb:11.4", nil, nil, "200Mi"), []v1alpha1.ScratchVolume{selectorScratchVolume("a", nil)}},
-		{"two ScratchVolumes", fullStatefulSet("mysql:8.0.39", nil, nil, "4Gi"), []v1alpha1.ScratchVolume{selectorScratchVolume("a", nil), selectorScratchVolume("b", nil)}},
+		}))},
+		{"limit too small", fullStatefulSet("mariadb:11.4", nil, nil, "200Mi"), scratchVolumes(selectorScratchVolume("a", nil))},
+		{"two ScratchVolumes", fullStatefulSet("mysql:8.0.39", nil, nil, "4Gi"), scratchVolumes(selectorScratchVolume("a", nil), selectorScratchVolume("b", nil))},
 	}
 	opts := []cmp.Option{cmp.Exporter(func(reflect.Type) bool { return true }), cmpopts.EquateEmpty()}
 	for _, c := range cases {
@@ -169,7 +179,7 @@ func TestTrimmedStatefulSetsReportTheSame(t *testing.T) {
 				}
 				tp := planTarget(c.svs, full)
 				for i := range c.svs {
-					whole, cached := newReport(&c.svs[i], WriteWarRule{}), newReport(&c.svs[i], WriteWarRule{})
+					whole, cached := newReport(c.svs[i], WriteWarRule{}), newReport(c.svs[i], WriteWarRule{})
 					whole.add(full, tp.outcomes[c.svs[i].Name])
 					cached.add(trimmed, tp.outcomes[c.svs[i].Name])
 					if diff := cmp.Diff(whole, cached, opts...); diff != "" {
@@ -223,7 +233,7 @@ func TestPlannedContainer(t *testing.T) {
 	for i := range maxSharedValues + 1 {
 		shared.intern(&corev1.Container{Name: fmt.Sprint("c", i)})
 	}
-	if n := len(shared.values); n > maxSharedValues || n == 0 {
+	if n := len(shared.values.values); n > maxSharedValues || n == 0 {
 		t.Errorf("%d shared values kept, want at most the bound %d", n, maxSharedValues)
 	}
 }
@@ -252,6 +262,65 @@ func TestShareConfigMapData(t *testing.T) {
 	}
 	if sts := (&appsv1.StatefulSet{}); func() any { o, _ := shareConfigMapData(sts); return o }() != sts {
 		t.Error("another kind was not passed through")
+	}
+}
+
+// TestShareMetadata checks that cached objects with equal labels, annotations, data or owners
+// hold one map or list between them, equal to what each came with, and that objects that differ
+// in any of them, if only in an owner's flag, do not.
+func TestShareMetadata(t *testing.T) {
+	owner := func(name string, controller *bool) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ScratchVolume", Name: name, UID: types.UID(name + "-uid"), Controller: controller}}
+	}
+	cm := func(sv, file string, controller *bool) *corev1.ConfigMap {
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "cm-" + sv,
+				Labels: map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue, v1alpha1.ScratchVolumeLabel: sv}, OwnerReferences: owner(sv, controller)},
+			Data: map[string]string{"dbtune.cnf": file},
+		}
+	}
+	cached := func(c *corev1.ConfigMap) *corev1.ConfigMap {
+		want := c.DeepCopy()
+		want.Annotations = nil
+		out, err := shareConfigMapData(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := out.(*corev1.ConfigMap)
+		if !equality.Semantic.DeepEqual(want, got) {
+			t.Fatalf("sharing changed the ConfigMap: %s", cmp.Diff(want, got))
+		}
+		return got
+	}
+	same := func(a, b map[string]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	a, b := cached(cm("tmp", "[mysqld]\n", ptr.To(true))), cached(cm("tmp", "[mysqld]\n", ptr.To(true)))
+	if !same(a.Labels, b.Labels) || !same(a.Data, b.Data) || &a.OwnerReferences[0] != &b.OwnerReferences[0] {
+		t.Error("two ConfigMaps of one ScratchVolume hold their equal labels, data or owners twice")
+	}
+	other, otherFile, otherFlag := cached(cm("tmp2", "[mysqld]\n", ptr.To(true))), cached(cm("tmp", "[mariadb]\n", ptr.To(true))), cached(cm("tmp", "[mysqld]\n", ptr.To(false)))
+	if same(a.Labels, other.Labels) || &a.OwnerReferences[0] == &other.OwnerReferences[0] || !same(a.Data, other.Data) {
+		t.Error("the ConfigMaps of two ScratchVolumes with the same file share labels or owners, or not the file")
+	}
+	if same(a.Data, otherFile.Data) || !same(a.Labels, otherFile.Labels) {
+		t.Error("ConfigMaps with two files share them, or not their equal labels")
+	}
+	if &a.OwnerReferences[0] == &otherFlag.OwnerReferences[0] || *otherFlag.OwnerReferences[0].Controller {
+		t.Error("owners that differ in their controller flag are held as one")
+	}
+	// Equal maps made in another order are one; a map with a key more is another.
+	m1, m2 := shareMap(map[string]string{"a": "1", "b": "2"}), shareMap(map[string]string{"b": "2", "a": "1"})
+	m3 := shareMap(map[string]string{"a": "1", "b": "2", "c": ""})
+	if !same(m1, m2) || same(m1, m3) || len(m3) != 3 {
+		t.Errorf("maps shared wrongly: %v %v %v", m1, m2, m3)
+	}
+	// Keys and values that run into each other make another key: {"a1": "2"} is not {"a": "12"}.
+	if same(shareMap(map[string]string{"a1": "2"}), shareMap(map[string]string{"a": "12"})) {
+		t.Error("two maps whose keys and values run into each other alike are held as one")
+	}
+	if shareMap(nil) != nil || shareOwners(nil) != nil {
+		t.Error("nothing became something")
 	}
 }
 

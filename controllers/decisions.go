@@ -60,7 +60,7 @@ type svStamp struct {
 	generation int64
 }
 
-func inputsOf(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) decisionInputs {
+func inputsOf(sts *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) decisionInputs {
 	in := decisionInputs{uid: sts.UID, generation: sts.Generation, svs: make([]svStamp, len(svs))}
 	if ref := metav1.GetControllerOfNoCopy(sts); ref != nil {
 		in.controller = ref.APIVersion + "/" + ref.Kind + "/" + ref.Name
@@ -124,8 +124,9 @@ type decisionStore struct {
 }
 
 // reuse returns the outcomes decided from the same inputs, with the ScratchVolumes of svs, or
-// false when there are none. The outcomes are the caller's to change.
-func (s *decisionStore) reuse(key types.NamespacedName, in decisionInputs, svs []v1alpha1.ScratchVolume) (map[string]*outcome, bool) {
+// false when there are none. The outcomes are the caller's to change; their plans and containers
+// are shared, to read only.
+func (s *decisionStore) reuse(key types.NamespacedName, in decisionInputs, svs []*v1alpha1.ScratchVolume) (map[string]*outcome, bool) {
 	s.mu.Lock()
 	d, ok := s.decisions[key]
 	s.mu.Unlock()
@@ -135,13 +136,7 @@ func (s *decisionStore) reuse(key types.NamespacedName, in decisionInputs, svs [
 	out := make(map[string]*outcome, len(d.outcomes))
 	for i := range d.outcomes {
 		m := &d.outcomes[i]
-		o := &outcome{sv: &svs[i], container: m.container, problem: m.problem, kept: m.kept}
-		if m.plan != nil {
-			p := *m.plan
-			p.Hash = m.hash
-			o.plan = &p
-		}
-		out[o.sv.Name] = o
+		out[svs[i].Name] = &outcome{sv: svs[i], plan: m.plan, hash: m.hash, container: m.container, problem: m.problem, kept: m.kept}
 	}
 	return out, true
 }
@@ -159,7 +154,7 @@ func (s *decisionStore) remember(key types.NamespacedName, in decisionInputs, ou
 		}
 		m := rememberedOutcome{container: sharedContainers.intern(o.container), problem: o.problem, kept: o.kept}
 		if o.plan != nil {
-			m.hash, m.plan = o.plan.Hash, sharedPlans.intern(settledPlan(o.plan))
+			m.hash, m.plan = o.hash, sharedPlans.intern(settledPlan(o.plan))
 		}
 		d.outcomes[i] = m
 	}
@@ -195,15 +190,13 @@ func settledPlan(p *inject.Plan) *inject.Plan {
 }
 
 // settledOutcomes trims the plans of outcomes to what the status reads of them, their settled
-// part (shared) with their hash: a selector's reconcile holds the outcomes of all its targets until
+// part, shared (the outcome keeps the hash): a selector's reconcile holds the outcomes of all its targets until
 // it writes its status, and a whole plan carries every entry it wrote. Reused outcomes are settled
 // already.
 func settledOutcomes(outcomes map[string]*outcome) map[string]*outcome {
 	for _, o := range outcomes {
 		if o.plan != nil {
-			p := *sharedPlans.intern(settledPlan(o.plan))
-			p.Hash = o.plan.Hash
-			o.plan = &p
+			o.plan = sharedPlans.intern(settledPlan(o.plan))
 		}
 	}
 	return outcomes
@@ -219,17 +212,38 @@ var (
 	sharedContainers sharedValues[corev1.Container]
 )
 
-// maxSharedValues bounds the distinct values a sharedValues keeps for sharing. Past it the table
+// maxSharedValues bounds the distinct values a sharedTable keeps for sharing. Past it the table
 // starts again: values already shared stay shared, new ones are shared from then on.
 const maxSharedValues = 4096
+
+// sharedTable hands out one value per key: the first made for it. It keeps at most
+// maxSharedValues.
+type sharedTable[T any] struct {
+	mu     sync.Mutex
+	values map[string]T
+}
+
+// get returns the value kept for key, or keeps and returns build's.
+func (t *sharedTable[T]) get(key string, build func() T) T {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v, ok := t.values[key]; ok {
+		return v
+	}
+	if t.values == nil || len(t.values) >= maxSharedValues {
+		t.values = map[string]T{}
+	}
+	v := build()
+	t.values[key] = v
+	return v
+}
 
 // sharedValues hands out one copy of each distinct value, values told apart by their JSON (all
 // that the remembered decisions keep is exported, and a quantity's JSON is its canonical form).
 // The copies are read only, as everything the decisions keep.
 type sharedValues[T any] struct {
-	mu sync.Mutex
 	// values are keyed by the SHA-256 of their JSON, which a plan's drop-in file makes a few KiB.
-	values map[[sha256.Size]byte]*T
+	values sharedTable[*T]
 }
 
 // intern returns the shared value equal to *v, v itself the first time (and nil for nil).
@@ -242,16 +256,7 @@ func (s *sharedValues[T]) intern(v *T) *T {
 		return v
 	}
 	key := sha256.Sum256(raw)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if shared, ok := s.values[key]; ok {
-		return shared
-	}
-	if s.values == nil || len(s.values) >= maxSharedValues {
-		s.values = map[[sha256.Size]byte]*T{}
-	}
-	s.values[key] = v
-	return v
+	return s.values.get(string(key[:]), func() *T { return v })
 }
 
 // forget drops the decision on a StatefulSet that is gone, or whose last one is out of date.

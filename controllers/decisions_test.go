@@ -16,20 +16,20 @@ import (
 	"github.com/dbtune/scratch-operator/controllers/inject"
 )
 
-func decisionFixture() (*appsv1.StatefulSet, []v1alpha1.ScratchVolume) {
+func decisionFixture() (*appsv1.StatefulSet, []*v1alpha1.ScratchVolume) {
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", UID: "sts-1", ResourceVersion: "10", Generation: 4}}
-	sv := func(name string, uid types.UID) v1alpha1.ScratchVolume {
-		return v1alpha1.ScratchVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid, Generation: 1, ResourceVersion: "7"}}
+	sv := func(name string, uid types.UID) *v1alpha1.ScratchVolume {
+		return &v1alpha1.ScratchVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid, Generation: 1, ResourceVersion: "7"}}
 	}
-	return sts, []v1alpha1.ScratchVolume{sv("old", "sv-1"), sv("new", "sv-2")}
+	return sts, []*v1alpha1.ScratchVolume{sv("old", "sv-1"), sv("new", "sv-2")}
 }
 
-func decidedFor(svs []v1alpha1.ScratchVolume) map[string]*outcome {
+func decidedFor(svs []*v1alpha1.ScratchVolume) map[string]*outcome {
 	return map[string]*outcome{
-		svs[0].Name: {sv: &svs[0], plan: &inject.Plan{
+		svs[0].Name: {sv: svs[0], plan: &inject.Plan{
 			ScratchVolume: svs[0].Name, Hash: "h0", ConfigKey: "k", ConfigData: "[mysqld]", Init: &corev1.Container{Name: "init"},
-		}, container: &corev1.Container{Name: "db", Args: []string{"--innodb-buffer-pool-size=1G"}}},
-		svs[1].Name: {sv: &svs[1], problem: &inject.Problem{Reason: v1alpha1.ReasonScratchVolumeConflict}, kept: true},
+		}, hash: "h0", container: &corev1.Container{Name: "db", Args: []string{"--innodb-buffer-pool-size=1G"}}},
+		svs[1].Name: {sv: svs[1], problem: &inject.Problem{Reason: v1alpha1.ReasonScratchVolumeConflict}, kept: true},
 	}
 }
 
@@ -41,50 +41,50 @@ func TestDecisionReuse(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "db"}
 	tests := []struct {
 		name   string
-		change func(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume
+		change func(sts *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) []*v1alpha1.ScratchVolume
 		reused bool
 	}{
-		{"nothing changed", func(_ *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume { return svs }, true},
-		{"a ScratchVolume's status was written", func(_ *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+		{"nothing changed", func(_ *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) []*v1alpha1.ScratchVolume { return svs }, true},
+		{"a ScratchVolume's status was written", func(_ *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) []*v1alpha1.ScratchVolume {
 			svs[0].ResourceVersion = "8"
 			return svs
 		}, true},
-		{"the StatefulSet's status, labels or managedFields changed", func(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+		{"the StatefulSet's status, labels or managedFields changed", func(sts *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) []*v1alpha1.ScratchVolume {
 			sts.ResourceVersion = "11"
 			sts.Labels = map[string]string{"touched": "yes"}
 			sts.Status.ReadyReplicas = 2
 			return svs
 		}, true},
-		{"the StatefulSet's spec changed", func(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+		{"the StatefulSet's spec changed", func(sts *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) []*v1alpha1.ScratchVolume {
 			sts.ResourceVersion, sts.Generation = "11", 5
 			return svs
 		}, false},
-		{"the StatefulSet got a controller", func(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+		{"the StatefulSet got a controller", func(sts *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) []*v1alpha1.ScratchVolume {
 			sts.OwnerReferences = []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Cluster", Name: "c", UID: "c-1", Controller: ptr.To(true)}}
 			return svs
 		}, false},
-		{"the StatefulSet was replaced", func(sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+		{"the StatefulSet was replaced", func(sts *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) []*v1alpha1.ScratchVolume {
 			sts.UID = "sts-2"
 			return svs
 		}, false},
-		{"a ScratchVolume's spec changed", func(_ *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+		{"a ScratchVolume's spec changed", func(_ *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) []*v1alpha1.ScratchVolume {
 			svs[1].Generation = 2
 			return svs
 		}, false},
-		{"a ScratchVolume was replaced", func(_ *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+		{"a ScratchVolume was replaced", func(_ *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) []*v1alpha1.ScratchVolume {
 			svs[1].UID = "sv-3"
 			return svs
 		}, false},
-		{"the conflict order changed", func(_ *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
-			return []v1alpha1.ScratchVolume{svs[1], svs[0]}
+		{"the conflict order changed", func(_ *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) []*v1alpha1.ScratchVolume {
+			return []*v1alpha1.ScratchVolume{svs[1], svs[0]}
 		}, false},
-		{"a ScratchVolume no longer selects it", func(_ *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
+		{"a ScratchVolume no longer selects it", func(_ *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) []*v1alpha1.ScratchVolume {
 			return svs[:1]
 		}, false},
-		{"another ScratchVolume selects it", func(_ *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume) []v1alpha1.ScratchVolume {
-			extra := svs[1]
+		{"another ScratchVolume selects it", func(_ *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) []*v1alpha1.ScratchVolume {
+			extra := *svs[1]
 			extra.Name, extra.UID = "newer", "sv-4"
-			return append(svs, extra)
+			return append(svs, &extra)
 		}, false},
 	}
 	for _, tt := range tests {
@@ -103,14 +103,14 @@ func TestDecisionReuse(t *testing.T) {
 			}
 			for i := range svs {
 				o := got[svs[i].Name]
-				if o == nil || o.sv != &svs[i] {
+				if o == nil || o.sv != svs[i] {
 					t.Fatalf("outcome of %s does not carry the ScratchVolume read now", svs[i].Name)
 				}
 				want := decided[svs[i].Name]
 				if (o.plan == nil) != (want.plan == nil) || o.problem != want.problem || o.kept != want.kept || !reflect.DeepEqual(o.container, want.container) {
 					t.Errorf("outcome of %s = %+v, want %+v", svs[i].Name, *o, *want)
 				}
-				if o.plan != nil && (o.plan.Hash != want.plan.Hash || o.plan.ConfigData != want.plan.ConfigData || o.plan.Init != nil) {
+				if o.plan != nil && (o.hash != want.hash || o.plan.ConfigData != want.plan.ConfigData || o.plan.Init != nil) {
 					t.Errorf("plan of %s kept as %+v: want its hash and drop-in, not the entries to write", svs[i].Name, *o.plan)
 				}
 				if o == want {
@@ -153,15 +153,15 @@ func TestDecisionForgetting(t *testing.T) {
 }
 
 // TestRememberedPlansAreShared checks that targets planned alike but for their hash and the name
-// of their drop-in volume hold one settled plan, that each gets its own hash back, and that a
-// different drop-in file stays its own.
+// of their drop-in volume hold one settled plan, handed out as it is, that each gets its own hash
+// back, and that a different drop-in file stays its own.
 func TestRememberedPlansAreShared(t *testing.T) {
 	plan := func(target, hash, data string) *inject.Plan {
 		// Built at run time, as planning builds them: two equal contents start as two strings.
 		return &inject.Plan{ScratchVolume: "tmp", Container: "db", Hash: hash, ConfigKey: "dbtune.cnf", ConfigData: strings.Clone(data),
 			ConfigVolume: &corev1.Volume{Name: "tmp-" + target}, Locations: []v1alpha1.TempLocation{{Data: v1alpha1.TempDataTmpdir}}}
 	}
-	svs := []v1alpha1.ScratchVolume{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tmp", UID: "sv-1", Generation: 1}}}
+	svs := []*v1alpha1.ScratchVolume{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tmp", UID: "sv-1", Generation: 1}}}
 	sts := func(name string) *appsv1.StatefulSet {
 		return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name), Generation: 1}}
 	}
@@ -172,7 +172,7 @@ func TestRememberedPlansAreShared(t *testing.T) {
 		"c": plan("c", "hc", "[mysqld]\ntmpdir=/tmp/ram\n"),
 	}
 	for name, p := range plans {
-		s.remember(types.NamespacedName{Namespace: "ns", Name: name}, inputsOf(sts(name), svs), map[string]*outcome{"tmp": {plan: p}})
+		s.remember(types.NamespacedName{Namespace: "ns", Name: name}, inputsOf(sts(name), svs), map[string]*outcome{"tmp": {plan: p, hash: p.Hash}})
 	}
 	kept := func(name string) *inject.Plan {
 		return s.decisions[types.NamespacedName{Namespace: "ns", Name: name}].outcomes[0].plan
@@ -188,12 +188,12 @@ func TestRememberedPlansAreShared(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: no decision", name)
 		}
-		p := got["tmp"].plan
-		if p.Hash != want.Hash || p.ConfigVolume == nil || p.ConfigData != want.ConfigData || len(p.Locations) != 1 {
-			t.Errorf("%s: reused plan %+v, want the hash %s, a drop-in volume and file, the locations", name, *p, want.Hash)
+		o := got["tmp"]
+		if p := o.plan; o.hash != want.Hash || p.ConfigVolume == nil || p.ConfigData != want.ConfigData || len(p.Locations) != 1 {
+			t.Errorf("%s: reused hash %s and plan %+v, want the hash %s, a drop-in volume and file, the locations", name, o.hash, *p, want.Hash)
 		}
-		if p == kept(name) {
-			t.Errorf("%s: the reused plan is the shared one, which its hash would overwrite", name)
+		if o.plan != kept(name) || o.plan.Hash != "" {
+			t.Errorf("%s: the reused plan is a copy, or the shared one carries a target's hash (%q)", name, o.plan.Hash)
 		}
 	}
 }

@@ -42,8 +42,9 @@ type ScratchVolumeReconciler struct {
 	// (default: 3 restores within 10 minutes).
 	WriteWar WriteWarRule
 
-	// statefulSets is the cache's StatefulSet indexer, when it gives it (statefulSetIndexer).
-	statefulSets toolscache.Indexer
+	// statefulSets and scratchVolumes are the cache's indexers of those kinds, when it gives them
+	// (statefulSetIndexer, scratchVolumeIndexer).
+	statefulSets, scratchVolumes toolscache.Indexer
 
 	// slots bounds the target syncs in flight across all reconciles (acquireSlot).
 	slots     chan struct{}
@@ -284,6 +285,13 @@ func (r *ScratchVolumeReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			return err
 		}
 		r.statefulSets = ix
+	}
+	if r.scratchVolumes == nil {
+		ix, err := scratchVolumeIndexer(ctx, mgr.GetCache())
+		if err != nil {
+			return err
+		}
+		r.scratchVolumes = ix
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ScratchVolume{}, builder.WithPredicates(predicate.Or(

@@ -99,8 +99,8 @@ func (rep *report) guarded(g writeGuard, ts *v1alpha1.ScratchTargetStatus) {
 func (rep *report) held(sts *appsv1.StatefulSet, o *outcome, ts *v1alpha1.ScratchTargetStatus) {
 	msg := fightMessage(sts.Name, o.war, rep.rule)
 	rep.problems = append(rep.problems, finding{sts.Name, v1alpha1.ReasonFightingAnotherWriter, msg})
-	ts.Message, ts.ConfigHash, ts.Container = msg, o.plan.Hash, o.plan.Container
-	ts.Injected = sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()] == o.plan.Hash
+	ts.Message, ts.ConfigHash, ts.Container = msg, o.hash, o.plan.Container
+	ts.Injected = sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()] == o.hash
 	if o.plan.ConfigVolume != nil {
 		rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
 	}
@@ -136,7 +136,7 @@ func (rep *report) blocked(sts *appsv1.StatefulSet, o *outcome, ts *v1alpha1.Scr
 
 func (rep *report) injected(sts *appsv1.StatefulSet, o *outcome, ts *v1alpha1.ScratchTargetStatus) {
 	plan := o.plan
-	ts.Injected, ts.Container, ts.ConfigHash = true, plan.Container, plan.Hash
+	ts.Injected, ts.Container, ts.ConfigHash = true, plan.Container, o.hash
 	if o.container != nil {
 		rep.containers[sts.Name] = o.container
 	}
@@ -157,7 +157,7 @@ func (rep *report) injected(sts *appsv1.StatefulSet, o *outcome, ts *v1alpha1.Sc
 			rep.notes = append(rep.notes, f)
 		}
 	}
-	if reason, msg, done := rollout(sts, plan.Hash, rep.rolledOutBefore(sts.Name, plan.Hash)); !done {
+	if reason, msg, done := rollout(sts, o.hash, rep.rolledOutBefore(sts.Name, o.hash)); !done {
 		rep.rollout = append(rep.rollout, finding{sts.Name, reason, msg})
 	}
 }

@@ -75,8 +75,11 @@ func staleWrite(err error) bool {
 
 // outcome is what became of one ScratchVolume on one StatefulSet.
 type outcome struct {
-	sv      *v1alpha1.ScratchVolume
-	plan    *inject.Plan    // nil when blocked
+	sv   *v1alpha1.ScratchVolume
+	plan *inject.Plan // nil when blocked
+	// hash is the plan's configuration hash, read here: a settled plan is shared by the targets
+	// planned alike and has none (settledPlan).
+	hash    string
 	problem *inject.Problem // why it is blocked
 	// kept is true when a blocked ScratchVolume's earlier injection stays in place untouched.
 	kept bool
@@ -163,7 +166,7 @@ type targetPlan struct {
 }
 
 // planTarget decides, reading nothing but its arguments.
-func planTarget(svs []v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) targetPlan {
+func planTarget(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) targetPlan {
 	outcomes := decide(svs, sts)
 	plans, kept := winningPlans(outcomes), keptNames(outcomes)
 	user := inject.Strip(sts.Spec.Template)
@@ -187,7 +190,7 @@ func (tp targetPlan) settled() bool { return tp.desired.Equal(tp.observed) && le
 // after a write-war hold may have lasted long enough to end the fight, and a drop-in ConfigMap
 // someone deleted is put back. Both run on every sync, reused decision or not: the first depends
 // on the clock, the second on an object the decision does not cover.
-func (r *ScratchVolumeReconciler) settle(ctx context.Context, sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume,
+func (r *ScratchVolumeReconciler) settle(ctx context.Context, sts *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume,
 	outcomes map[string]*outcome) (map[string]*outcome, error) {
 	rule, now := r.WriteWar.orDefaults(), time.Now()
 	g := r.guards.update(client.ObjectKeyFromObject(sts), svs, func(g writeGuard) writeGuard { return rule.settled(g, now) })
@@ -198,7 +201,7 @@ func (r *ScratchVolumeReconciler) settle(ctx context.Context, sts *appsv1.Statef
 // sts, the whole object read from the API server. When the controller must hold off, it marks the
 // outcomes held; when a hold begins, it names the other writers (from sts's managedFields, which
 // the cache drops), and when a fight begins, it counts it and warns once.
-func (r *ScratchVolumeReconciler) holdOff(ctx context.Context, sts *appsv1.StatefulSet, svs []v1alpha1.ScratchVolume,
+func (r *ScratchVolumeReconciler) holdOff(ctx context.Context, sts *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume,
 	outcomes map[string]*outcome, key string, removed []string) bool {
 	rule, now, name := r.WriteWar.orDefaults(), time.Now(), client.ObjectKeyFromObject(sts)
 	var hold, fresh bool
@@ -242,7 +245,7 @@ func (r *ScratchVolumeReconciler) holdOff(ctx context.Context, sts *appsv1.State
 func restoredBy(outcomes map[string]*outcome, sts *appsv1.StatefulSet, pending []inject.ContainerChange) []string {
 	var out []string
 	for _, o := range outcomes {
-		if o.plan == nil || !wrote(o.sv, sts.Name, o.plan.Hash) {
+		if o.plan == nil || !wrote(o.sv, sts.Name, o.hash) {
 			continue
 		}
 		out = append(out, removedEntries(inject.Desired([]*inject.Plan{o.plan}), inject.ObservedFor(&sts.Spec.Template, o.sv.Name))...)
@@ -265,7 +268,7 @@ func withGuard(outcomes map[string]*outcome, g writeGuard) map[string]*outcome {
 
 // decide plans every ScratchVolume (oldest first) for sts and settles conflicts between them: the
 // first to claim a container and purpose, or a mount path in a container, wins.
-func decide(svs []v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) map[string]*outcome {
+func decide(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) map[string]*outcome {
 	out := map[string]*outcome{}
 	claims := map[string]string{}
 	injected := map[string]bool{}
@@ -273,7 +276,7 @@ func decide(svs []v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) map[string]*o
 		injected[n] = true
 	}
 	for i := range svs {
-		sv := &svs[i]
+		sv := svs[i]
 		o := &outcome{sv: sv}
 		out[sv.Name] = o
 		if p := controlledElsewhere(sv, sts); p != nil {
@@ -293,7 +296,7 @@ func decide(svs []v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) map[string]*o
 			o.problem, o.kept = p, false
 			continue
 		}
-		o.plan, o.container = plan, plannedContainer(sts, plan.Container)
+		o.plan, o.hash, o.container = plan, plan.Hash, plannedContainer(sts, plan.Container)
 	}
 	return out
 }
@@ -414,7 +417,7 @@ func (r *ScratchVolumeReconciler) recordChange(sts *appsv1.StatefulSet, outcomes
 		key := o.sv.InjectionAnnotation()
 		before, had := observed.Annotations[key]
 		switch {
-		case !had && wrote(o.sv, sts.Name, o.plan.Hash):
+		case !had && wrote(o.sv, sts.Name, o.hash):
 			r.Recorder.Eventf(o.sv, sts, corev1.EventTypeNormal, EventRestored, actionInject,
 				"Restored the injection in StatefulSet %s, which another field manager or a hand edit removed (%s)", sts.Name,
 				conditions.Names(restored, 4))

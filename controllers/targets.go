@@ -32,6 +32,11 @@ const (
 	// indexerInjectedBy is the same index, namespace/name, in the StatefulSet informer's indexer
 	// (statefulSetIndexer).
 	indexerInjectedBy = "dbtune.io/injected-by-namespaced"
+	// indexerTargetName and indexerSelectorIn index ScratchVolumes in their informer's indexer
+	// (scratchVolumeIndexer) as indexTargetName and indexHasSelector do in the cache, by
+	// namespace/target name and by the namespace of those that select by label.
+	indexerTargetName = "dbtune.io/target-name-namespaced"
+	indexerSelectorIn = "dbtune.io/selector-namespace"
 )
 
 func setupIndexes(ctx context.Context, fi client.FieldIndexer) error {
@@ -146,18 +151,9 @@ func (r *ScratchVolumeReconciler) cachedStatefulSets(ctx context.Context, namesp
 
 // statefulSetIndexer is the indexer of the cache's StatefulSet informer, with an index of the
 // injected StatefulSets by namespace/ScratchVolume beside client-go's namespace index, or nil when
-// the cache does not give its informers' indexers (one restricted to a few namespaces holds an
-// informer per namespace): cachedStatefulSets then lists.
+// the cache does not give its informers' indexers: cachedStatefulSets then lists.
 func statefulSetIndexer(ctx context.Context, c cache.Cache) (toolscache.Indexer, error) {
-	inf, err := c.GetInformer(ctx, &appsv1.StatefulSet{})
-	if err != nil {
-		return nil, fmt.Errorf("failed to get the StatefulSet informer: %w", err)
-	}
-	indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
-	if !ok {
-		return nil, nil
-	}
-	err = inf.AddIndexers(toolscache.Indexers{indexerInjectedBy: func(obj any) ([]string, error) {
+	return informerIndexer(ctx, c, &appsv1.StatefulSet{}, toolscache.Indexers{indexerInjectedBy: func(obj any) ([]string, error) {
 		sts, ok := obj.(*appsv1.StatefulSet)
 		if !ok {
 			return nil, nil
@@ -168,10 +164,80 @@ func statefulSetIndexer(ctx context.Context, c cache.Cache) (toolscache.Indexer,
 		}
 		return names, nil
 	}})
+}
+
+// scratchVolumeIndexer is the indexer of the cache's ScratchVolume informer, with indexes of the
+// ScratchVolumes by the StatefulSet they name and of those that select by label, or nil when the
+// cache does not give its informers' indexers: cachedScratchVolumes then lists.
+func scratchVolumeIndexer(ctx context.Context, c cache.Cache) (toolscache.Indexer, error) {
+	return informerIndexer(ctx, c, &v1alpha1.ScratchVolume{}, toolscache.Indexers{
+		indexerTargetName: func(obj any) ([]string, error) {
+			if sv, ok := obj.(*v1alpha1.ScratchVolume); ok && sv.Spec.Target.Name != "" {
+				return []string{sv.Namespace + "/" + sv.Spec.Target.Name}, nil
+			}
+			return nil, nil
+		},
+		indexerSelectorIn: func(obj any) ([]string, error) {
+			if sv, ok := obj.(*v1alpha1.ScratchVolume); ok && sv.Spec.Target.Selector != nil {
+				return []string{sv.Namespace}, nil
+			}
+			return nil, nil
+		},
+	})
+}
+
+// informerIndexer is the indexer of the cache's informer of obj's kind with indexers added, or nil
+// when the cache does not give its informers' indexers (one restricted to a few namespaces holds
+// an informer per namespace).
+func informerIndexer(ctx context.Context, c cache.Cache, obj client.Object, indexers toolscache.Indexers) (toolscache.Indexer, error) {
+	inf, err := c.GetInformer(ctx, obj)
 	if err != nil {
-		return nil, fmt.Errorf("failed to index StatefulSets by the ScratchVolumes they carry: %w", err)
+		return nil, fmt.Errorf("failed to get the %T informer: %w", obj, err)
+	}
+	indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		return nil, nil
+	}
+	if err := inf.AddIndexers(indexers); err != nil {
+		return nil, fmt.Errorf("failed to index %T: %w", obj, err)
 	}
 	return indexed.GetIndexer(), nil
+}
+
+// cachedScratchVolumes returns the cache's own ScratchVolumes of namespace that name target, or,
+// with target empty, those that select by label. They come from the informer's indexer when the
+// cache gives it (scratchVolumeIndexer): every target of every reconcile looks up its
+// ScratchVolumes, and a List allocates a list and a copy of each (568 B) every time.
+func (r *ScratchVolumeReconciler) cachedScratchVolumes(ctx context.Context, namespace, target string) ([]*v1alpha1.ScratchVolume, error) {
+	var out []*v1alpha1.ScratchVolume
+	if r.scratchVolumes != nil {
+		index, key := indexerSelectorIn, namespace
+		if target != "" {
+			index, key = indexerTargetName, namespace+"/"+target
+		}
+		objs, err := r.scratchVolumes.ByIndex(index, key)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if sv, ok := o.(*v1alpha1.ScratchVolume); ok {
+				out = append(out, sv)
+			}
+		}
+		return out, nil
+	}
+	field, value := indexHasSelector, "true"
+	if target != "" {
+		field, value = indexTargetName, target
+	}
+	list := &v1alpha1.ScratchVolumeList{}
+	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{field: value}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	return out, nil
 }
 
 // selectors are the ScratchVolumes of one namespace that select by label, read once for all the
@@ -179,20 +245,20 @@ func statefulSetIndexer(ctx context.Context, c cache.Cache) (toolscache.Indexer,
 // read only, as in scratchVolumesFor.
 type selectors struct {
 	namespace string
-	items     []v1alpha1.ScratchVolume
+	items     []*v1alpha1.ScratchVolume
 	// parsed are the items' selectors, parsed once; nil for one that selects nothing (empty or
 	// invalid: the API admits neither, a ScratchVolume stored before its rules were may hold one).
 	parsed []labels.Selector
 }
 
 func (r *ScratchVolumeReconciler) selectorsIn(ctx context.Context, namespace string) (selectors, error) {
-	list := &v1alpha1.ScratchVolumeList{}
-	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{indexHasSelector: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+	items, err := r.cachedScratchVolumes(ctx, namespace, "")
+	if err != nil {
 		return selectors{}, fmt.Errorf("failed to list ScratchVolumes in %s: %w", namespace, err)
 	}
-	sel := selectors{namespace: namespace, items: list.Items, parsed: make([]labels.Selector, len(list.Items))}
-	for i := range list.Items {
-		if parsed, err := list.Items[i].Spec.Target.Selector.AsSelector(); err == nil && !parsed.Empty() {
+	sel := selectors{namespace: namespace, items: items, parsed: make([]labels.Selector, len(items))}
+	for i, sv := range items {
+		if parsed, err := sv.Spec.Target.Selector.AsSelector(); err == nil && !parsed.Empty() {
 			sel.parsed[i] = parsed
 		}
 	}
@@ -209,27 +275,26 @@ func (sel selectors) selects(i int, sts *appsv1.StatefulSet) bool {
 // looked up through the index. They are the cache's own objects, to read only: it runs for every
 // target of every reconcile and every StatefulSet event, and a selector's status lists all its
 // targets.
-func (r *ScratchVolumeReconciler) scratchVolumesFor(ctx context.Context, sts *appsv1.StatefulSet, sel selectors) ([]v1alpha1.ScratchVolume, error) {
+func (r *ScratchVolumeReconciler) scratchVolumesFor(ctx context.Context, sts *appsv1.StatefulSet, sel selectors) ([]*v1alpha1.ScratchVolume, error) {
 	if sel.namespace != sts.Namespace {
 		return nil, fmt.Errorf("ScratchVolumes of namespace %s looked up for StatefulSet %s/%s", sel.namespace, sts.Namespace, sts.Name)
 	}
-	byName := &v1alpha1.ScratchVolumeList{}
-	if err := r.List(ctx, byName, client.InNamespace(sts.Namespace), client.MatchingFields{indexTargetName: sts.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	byName, err := r.cachedScratchVolumes(ctx, sts.Namespace, sts.Name)
+	if err != nil {
 		return nil, fmt.Errorf("failed to list ScratchVolumes for StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 	}
-	var out []v1alpha1.ScratchVolume
-	// The index matched these by name in sts's namespace.
-	for i := range byName.Items {
-		if sv := &byName.Items[i]; sv.DeletionTimestamp.IsZero() {
-			out = append(out, *sv)
+	var out []*v1alpha1.ScratchVolume
+	for _, sv := range byName {
+		if sv.DeletionTimestamp.IsZero() {
+			out = append(out, sv)
 		}
 	}
-	for i := range sel.items {
-		if sv := &sel.items[i]; sv.DeletionTimestamp.IsZero() && sel.selects(i, sts) {
-			out = append(out, *sv)
+	for i, sv := range sel.items {
+		if sv.DeletionTimestamp.IsZero() && sel.selects(i, sts) {
+			out = append(out, sv)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return older(&out[i], &out[j]) })
+	sort.Slice(out, func(i, j int) bool { return older(out[i], out[j]) })
 	return out, nil
 }
 
@@ -253,7 +318,7 @@ func (r *ScratchVolumeReconciler) scratchVolumesForStatefulSet(ctx context.Conte
 	}
 	sel, err := r.selectorsIn(ctx, sts.Namespace)
 	if err == nil {
-		var svs []v1alpha1.ScratchVolume
+		var svs []*v1alpha1.ScratchVolume
 		if svs, err = r.scratchVolumesFor(ctx, sts, sel); err == nil {
 			for _, sv := range svs {
 				names[sv.Name] = true

@@ -21,7 +21,7 @@ import (
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 )
 
-// informerCache is a cache that gives one informer, the StatefulSets'.
+// informerCache is a cache that gives one informer.
 type informerCache struct {
 	cache.Cache
 	informer cache.Informer
@@ -104,6 +104,73 @@ func TestCachedStatefulSetsReadTheIndexer(t *testing.T) {
 
 	// A cache that does not give its indexers (one per namespace) leaves the List.
 	if ix, err := statefulSetIndexer(context.Background(), informerCache{informer: noIndexer{informer}}); err != nil || ix != nil {
+		t.Errorf("an indexer from a cache that gives none: %v, %v", ix, err)
+	}
+}
+
+// TestCachedScratchVolumesReadTheIndexer checks that the ScratchVolumes a sync looks up through
+// the informer's indexer (no copies) are those a List of the cache gives (a copy of each), for
+// every namespace and target name of a mix of ScratchVolumes that name a StatefulSet and that
+// select by label.
+func TestCachedScratchVolumesReadTheIndexer(t *testing.T) {
+	var objs []client.Object
+	for i := range 18 {
+		sv := &v1alpha1.ScratchVolume{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%3), Name: fmt.Sprintf("tmp-%02d", i)}}
+		if i%2 == 0 {
+			sv.Spec.Target.Name = fmt.Sprintf("db-%d", i%4)
+		} else {
+			sv.Spec.Target.Selector = &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"tier": "db"}}
+		}
+		objs = append(objs, sv)
+	}
+	informer := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			return &v1alpha1.ScratchVolumeList{}, nil
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+	}, &v1alpha1.ScratchVolume{}, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	indexer, err := scratchVolumeIndexer(context.Background(), informerCache{informer: informer})
+	if err != nil || indexer == nil {
+		t.Fatalf("no indexer from a cache that gives one: %v", err)
+	}
+	for _, o := range objs {
+		if err := indexer.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fallback := withFieldIndexes(fake.NewClientBuilder().WithScheme(schemeWithAPI(t)).WithObjects(objs...)).Build()
+	indexed, listed := &ScratchVolumeReconciler{scratchVolumes: indexer}, &ScratchVolumeReconciler{Client: fallback}
+	names := func(r *ScratchVolumeReconciler, ns, target string) []string {
+		t.Helper()
+		got, err := r.cachedScratchVolumes(context.Background(), ns, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, sv := range got {
+			out = append(out, sv.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	found := map[bool]int{}
+	for _, ns := range []string{"ns-0", "ns-1", "ns-2", "ns-3"} {
+		for _, target := range []string{"", "db-0", "db-2", "db-1", "none"} {
+			want, got := names(listed, ns, target), names(indexed, ns, target)
+			if !slices.Equal(want, got) {
+				t.Errorf("namespace %s, target %q: the indexer gave %v, a List %v", ns, target, got, want)
+			}
+			found[target == ""] += len(got)
+		}
+	}
+	if found[true] == 0 || found[false] == 0 {
+		t.Fatalf("selectors or named ScratchVolumes never found (%v): the comparison proves nothing", found)
+	}
+	got, _ := indexed.cachedScratchVolumes(context.Background(), "ns-1", "")
+	if item, _, _ := indexer.Get(got[0]); item != got[0] {
+		t.Error("the indexer's ScratchVolumes were copied")
+	}
+	if ix, err := scratchVolumeIndexer(context.Background(), informerCache{informer: noIndexer{informer}}); err != nil || ix != nil {
 		t.Errorf("an indexer from a cache that gives none: %v, %v", ix, err)
 	}
 }

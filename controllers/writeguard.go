@@ -164,7 +164,7 @@ type guardStore struct {
 }
 
 // update runs fn on the guard of key, seeding it from svs' status when the store has none.
-func (s *guardStore) update(key types.NamespacedName, svs []v1alpha1.ScratchVolume, fn func(writeGuard) writeGuard) writeGuard {
+func (s *guardStore) update(key types.NamespacedName, svs []*v1alpha1.ScratchVolume, fn func(writeGuard) writeGuard) writeGuard {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.guards == nil {
@@ -185,7 +185,7 @@ func (s *guardStore) update(key types.NamespacedName, svs []v1alpha1.ScratchVolu
 
 // guardFromStatus merges what the ScratchVolumes' status says about target: every restore, and
 // the fight with the most holds.
-func guardFromStatus(svs []v1alpha1.ScratchVolume, target string) writeGuard {
+func guardFromStatus(svs []*v1alpha1.ScratchVolume, target string) writeGuard {
 	var g writeGuard
 	seen := map[time.Time]bool{}
 	for i := range svs {

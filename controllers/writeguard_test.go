@@ -89,10 +89,10 @@ func TestHoldForGrowsAndIsBounded(t *testing.T) {
 
 func TestGuardFromStatusMergesScratchVolumes(t *testing.T) {
 	t1, t2 := metav1.NewTime(time.Unix(100, 0)), metav1.NewTime(time.Unix(200, 0))
-	sv := func(ts ...v1alpha1.ScratchTargetStatus) v1alpha1.ScratchVolume {
-		return v1alpha1.ScratchVolume{Status: v1alpha1.ScratchVolumeStatus{Targets: ts}}
+	sv := func(ts ...v1alpha1.ScratchTargetStatus) *v1alpha1.ScratchVolume {
+		return &v1alpha1.ScratchVolume{Status: v1alpha1.ScratchVolumeStatus{Targets: ts}}
 	}
-	svs := []v1alpha1.ScratchVolume{
+	svs := []*v1alpha1.ScratchVolume{
 		sv(v1alpha1.ScratchTargetStatus{Name: "db", Restores: []metav1.Time{t2}}, v1alpha1.ScratchTargetStatus{Name: "other", Restores: []metav1.Time{t1}}),
 		sv(v1alpha1.ScratchTargetStatus{Name: "db", Restores: []metav1.Time{t1, t2}, WriteWar: &v1alpha1.WriteWar{Holds: 2}}),
 	}
