@@ -120,6 +120,7 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 	report.targetsFound = len(targets)
+	report.targets = make([]v1alpha1.ScratchTargetStatus, 0, len(targets))
 	if err := r.syncTargets(ctx, sv, targets, report); err != nil {
 		return ctrl.Result{}, err
 	}

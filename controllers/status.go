@@ -37,11 +37,11 @@ type report struct {
 	invalidSelector string
 	targets         []v1alpha1.ScratchTargetStatus
 	cms             map[string]bool
-	problems        []finding // blocked targets
-	memory          []finding // memory notes and problems
-	notes           []finding // other notes
-	rollout         []finding // targets not rolled out yet
-	placed          []finding // where each injected target's temporary data goes
+	problems        []finding      // blocked targets
+	memory          []finding      // memory notes and problems
+	notes           []finding      // other notes
+	rollout         []finding      // targets not rolled out yet
+	placed          []placedTarget // where each injected target's temporary data goes
 	// denials counts the targets whose change admission control refused.
 	denials int
 	// wake is when a target's write-war guard needs the next reconcile; zero when none does.
@@ -59,6 +59,13 @@ type report struct {
 }
 
 type finding struct{ target, reason, message string }
+
+// placedTarget is where a target's temporary data goes, described only if the status shows it: the
+// locations are its plan's, which targets planned alike share.
+type placedTarget struct {
+	target    string
+	locations []v1alpha1.TempLocation
+}
 
 func newReport(sv *v1alpha1.ScratchVolume, rule WriteWarRule) *report {
 	return &report{sv: sv, cms: map[string]bool{}, containers: map[string]*corev1.Container{}, rule: rule.orDefaults()}
@@ -143,7 +150,7 @@ func (rep *report) injected(sts *appsv1.StatefulSet, o *outcome, ts *v1alpha1.Sc
 	if plan.Profile != nil {
 		ts.Flavor, ts.Version = plan.Profile.Flavor, plan.Profile.Version.String()
 		ts.Injection, ts.TempLocations = plan.Injection, plan.Locations
-		rep.placed = append(rep.placed, finding{sts.Name, "", DescribeLocations(plan.Locations)})
+		rep.placed = append(rep.placed, placedTarget{sts.Name, plan.Locations})
 	}
 	if plan.ConfigVolume != nil {
 		rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
@@ -279,7 +286,9 @@ func (rep *report) conditions() []metav1.Condition {
 	}
 	ready := c(v1alpha1.ConditionReady, true, v1alpha1.ReasonReady, "every target is injected and rolled out")
 	if len(rep.placed) > 0 {
-		ready.Message += "; " + summarize(rep.placed)
+		ready.Message += "; " + summarizeFirst(len(rep.placed), func(i int) string {
+			return rep.placed[i].target + ": " + DescribeLocations(rep.placed[i].locations)
+		})
 	}
 	for _, cond := range []metav1.Condition{found, injected, rolled} {
 		if cond.Status != metav1.ConditionTrue {
@@ -398,12 +407,18 @@ var tempDataNames = map[v1alpha1.TempData]string{
 
 // summarize joins findings into one message, bounded so that a large fleet stays readable.
 func summarize(fs []finding) string {
+	return summarizeFirst(len(fs), func(i int) string { return fs[i].target + ": " + fs[i].message })
+}
+
+// summarizeFirst joins the first of n items, as item describes them, and counts the rest: a
+// selector's reconcile has one item for each of hundreds of targets, and shows five.
+func summarizeFirst(n int, item func(i int) string) string {
 	const maxShown = 5
-	parts := make([]string, 0, len(fs))
-	for _, f := range fs {
-		parts = append(parts, f.target+": "+f.message)
+	shown := make([]string, min(n, maxShown))
+	for i := range shown {
+		shown[i] = item(i)
 	}
-	return conditions.List(parts, maxShown)
+	return conditions.ListFirst(shown, n)
 }
 
 // updateStatus writes the status once per reconcile, only when it changed, and emits a Warning Event

@@ -18,7 +18,16 @@ const MaxListed = 8
 
 // List joins sentences with "; ", naming at most limit of them: "a; b; and 3 more".
 func List(items []string, limit int) string {
-	return join(items, "; ", "; ", limit)
+	return ListFirst(items[:min(len(items), limit)], len(items))
+}
+
+// ListFirst joins the sentences shown, the first of total, with "; " and counts the others:
+// "a; b; and 3 more". It spares describing the items a message does not name.
+func ListFirst(shown []string, total int) string {
+	if total <= len(shown) {
+		return strings.Join(shown, "; ")
+	}
+	return strings.Join(shown, "; ") + fmt.Sprintf("; and %d more", total-len(shown))
 }
 
 // Names joins names with ", ", naming at most limit of them: "a, b and 3 more".

@@ -19,6 +19,8 @@ func TestListAndNames(t *testing.T) {
 		{"names within the limit", Names(items, 8), "a, b, c, d"},
 		{"names over the limit", Names(items, 3), "a, b, c and 1 more"},
 		{"nothing", List(nil, MaxListed), ""},
+		{"the first of more", ListFirst([]string{"a", "b"}, 5), "a; b; and 3 more"},
+		{"the first of as many", ListFirst([]string{"a", "b"}, 2), "a; b"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
