@@ -50,23 +50,8 @@ func TestCachedStatefulSetsReadTheIndexer(t *testing.T) {
 		sts.Spec.Template.Annotations = annotations
 		objs = append(objs, sts)
 	}
-	informer := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{
-		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			return &appsv1.StatefulSetList{}, nil
-		},
-		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
-	}, &appsv1.StatefulSet{}, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
-	indexer, err := statefulSetIndexer(context.Background(), informerCache{informer: informer})
-	if err != nil || indexer == nil {
-		t.Fatalf("no indexer from a cache that gives one: %v", err)
-	}
-	for _, o := range objs {
-		if err := indexer.Add(o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fallback := withFieldIndexes(fake.NewClientBuilder().WithScheme(schemeWithAPI(t)).WithObjects(objs...)).Build()
-	indexed, listed := &ScratchVolumeReconciler{statefulSets: indexer}, &ScratchVolumeReconciler{Client: fallback}
+	informer, indexer := indexedInformer(t, &appsv1.StatefulSet{}, statefulSetIndexer, objs)
+	indexed, listed := &ScratchVolumeReconciler{statefulSets: indexer}, &ScratchVolumeReconciler{Client: fallbackCache(t, objs)}
 
 	names := func(r *ScratchVolumeReconciler, ns, sv string, sel labels.Selector) []string {
 		t.Helper()
@@ -123,23 +108,8 @@ func TestCachedScratchVolumesReadTheIndexer(t *testing.T) {
 		}
 		objs = append(objs, sv)
 	}
-	informer := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{
-		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			return &v1alpha1.ScratchVolumeList{}, nil
-		},
-		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
-	}, &v1alpha1.ScratchVolume{}, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
-	indexer, err := scratchVolumeIndexer(context.Background(), informerCache{informer: informer})
-	if err != nil || indexer == nil {
-		t.Fatalf("no indexer from a cache that gives one: %v", err)
-	}
-	for _, o := range objs {
-		if err := indexer.Add(o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fallback := withFieldIndexes(fake.NewClientBuilder().WithScheme(schemeWithAPI(t)).WithObjects(objs...)).Build()
-	indexed, listed := &ScratchVolumeReconciler{scratchVolumes: indexer}, &ScratchVolumeReconciler{Client: fallback}
+	informer, indexer := indexedInformer(t, &v1alpha1.ScratchVolume{}, scratchVolumeIndexer, objs)
+	indexed, listed := &ScratchVolumeReconciler{scratchVolumes: indexer}, &ScratchVolumeReconciler{Client: fallbackCache(t, objs)}
 	names := func(r *ScratchVolumeReconciler, ns, target string) []string {
 		t.Helper()
 		got, err := r.cachedScratchVolumes(context.Background(), ns, target)
@@ -173,6 +143,34 @@ func TestCachedScratchVolumesReadTheIndexer(t *testing.T) {
 	if ix, err := scratchVolumeIndexer(context.Background(), informerCache{informer: noIndexer{informer}}); err != nil || ix != nil {
 		t.Errorf("an indexer from a cache that gives none: %v, %v", ix, err)
 	}
+}
+
+// indexedInformer is an informer of obj's kind that lists and watches nothing, with the indexer
+// setup gives for it (with its indexes added) holding objs.
+func indexedInformer(t *testing.T, obj client.Object, setup func(context.Context, cache.Cache) (toolscache.Indexer, error),
+	objs []client.Object) (toolscache.SharedIndexInformer, toolscache.Indexer) {
+	t.Helper()
+	informer := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			return &metav1.List{}, nil
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+	}, obj, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	indexer, err := setup(context.Background(), informerCache{informer: informer})
+	if err != nil || indexer == nil {
+		t.Fatalf("no indexer from a cache that gives one: %v", err)
+	}
+	for _, o := range objs {
+		if err := indexer.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return informer, indexer
+}
+
+// fallbackCache is a client that reads objs as the cache's List does, with its field indexes.
+func fallbackCache(t *testing.T, objs []client.Object) client.Client {
+	return withFieldIndexes(fake.NewClientBuilder().WithScheme(schemeWithAPI(t)).WithObjects(objs...)).Build()
 }
 
 // noIndexer hides the informer's indexer.
