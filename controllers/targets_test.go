@@ -56,15 +56,7 @@ func TestCachedStatefulSetsReadTheIndexer(t *testing.T) {
 	names := func(r *ScratchVolumeReconciler, ns, sv string, sel labels.Selector) []string {
 		t.Helper()
 		got, err := r.cachedStatefulSets(context.Background(), ns, sv, sel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, sts := range got {
-			out = append(out, sts.Name)
-		}
-		slices.Sort(out)
-		return out
+		return sortedNames(t, got, err)
 	}
 	found := 0
 	for _, ns := range []string{"ns-0", "ns-1", "ns-2", "ns-3"} {
@@ -113,15 +105,7 @@ func TestCachedScratchVolumesReadTheIndexer(t *testing.T) {
 	names := func(r *ScratchVolumeReconciler, ns, target string) []string {
 		t.Helper()
 		got, err := r.cachedScratchVolumes(context.Background(), ns, target)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, sv := range got {
-			out = append(out, sv.Name)
-		}
-		slices.Sort(out)
-		return out
+		return sortedNames(t, got, err)
 	}
 	found := map[bool]int{}
 	for _, ns := range []string{"ns-0", "ns-1", "ns-2", "ns-3"} {
@@ -166,6 +150,20 @@ func indexedInformer(t *testing.T, obj client.Object, setup func(context.Context
 		}
 	}
 	return informer, indexer
+}
+
+// sortedNames are the names of objs, sorted, from a read that failed the test if err is set.
+func sortedNames[T client.Object](t *testing.T, objs []T, err error) []string {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.GetName())
+	}
+	slices.Sort(out)
+	return out
 }
 
 // fallbackCache is a client that reads objs as the cache's List does, with its field indexes.
