@@ -190,9 +190,9 @@ func settledPlan(p *inject.Plan) *inject.Plan {
 }
 
 // settledOutcomes trims the plans of outcomes to what the status reads of them, their settled
-// part, shared (the outcome keeps the hash): a selector's reconcile holds the outcomes of all its targets until
-// it writes its status, and a whole plan carries every entry it wrote. Reused outcomes are settled
-// already.
+// part, shared (the outcome keeps the hash): a selector's reconcile holds the outcomes of all its
+// targets until it writes its status, and a whole plan carries every entry it wrote. Reused
+// outcomes are settled already.
 func settledOutcomes(outcomes map[string]*outcome) map[string]*outcome {
 	for _, o := range outcomes {
 		if o.plan != nil {
