@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -145,6 +146,32 @@ func shareTargetStatuses(obj any) (any, error) {
 	}
 	sv.Status.Targets = targets
 	return sv, nil
+}
+
+// maxSharedValues bounds the distinct values a sharedTable keeps for sharing. Past it the table
+// starts again: values already shared stay shared, new ones are shared from then on.
+const maxSharedValues = 4096
+
+// sharedTable hands out one value per key: the first made for it. It keeps at most
+// maxSharedValues.
+type sharedTable[T any] struct {
+	mu     sync.Mutex
+	values map[string]T
+}
+
+// get returns the value kept for key, or keeps and returns build's.
+func (t *sharedTable[T]) get(key string, build func() T) T {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v, ok := t.values[key]; ok {
+		return v
+	}
+	if t.values == nil || len(t.values) >= maxSharedValues {
+		t.values = map[string]T{}
+	}
+	v := build()
+	t.values[key] = v
+	return v
 }
 
 // sharedMaps and sharedOwners hold the maps and owner lists that cached objects share.

@@ -212,32 +212,6 @@ var (
 	sharedContainers sharedValues[corev1.Container]
 )
 
-// maxSharedValues bounds the distinct values a sharedTable keeps for sharing. Past it the table
-// starts again: values already shared stay shared, new ones are shared from then on.
-const maxSharedValues = 4096
-
-// sharedTable hands out one value per key: the first made for it. It keeps at most
-// maxSharedValues.
-type sharedTable[T any] struct {
-	mu     sync.Mutex
-	values map[string]T
-}
-
-// get returns the value kept for key, or keeps and returns build's.
-func (t *sharedTable[T]) get(key string, build func() T) T {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if v, ok := t.values[key]; ok {
-		return v
-	}
-	if t.values == nil || len(t.values) >= maxSharedValues {
-		t.values = map[string]T{}
-	}
-	v := build()
-	t.values[key] = v
-	return v
-}
-
 // sharedValues hands out one copy of each distinct value, values told apart by their JSON (all
 // that the remembered decisions keep is exported, and a quantity's JSON is its canonical form).
 // The copies are read only, as everything the decisions keep.
