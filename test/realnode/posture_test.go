@@ -236,8 +236,13 @@ var readVerbs = []string{"get", "list", "watch"}
 
 // testPermissions compares what the installed ServiceAccounts were granted with what they did, from
 // the API server's audit log: a request refused for lack of permission is a missing grant, and a
-// granted permission no request used (apart from notExercisedHere) is an unused one.
-func (p *product) testPermissions(t *testing.T) {
+// granted permission no request used (apart from notExercisedHere) is an unused one. Unused grants
+// are looked for only when ranAll tells that every step ran: a step left out makes no requests.
+func (p *product) testPermissions(ranAll bool) func(t *testing.T) {
+	return func(t *testing.T) { p.comparePermissions(t, ranAll) }
+}
+
+func (p *product) comparePermissions(t *testing.T, ranAll bool) {
 	ctx := t.Context()
 	used := map[string]map[permission]int{}
 	refused := map[string][]string{}
@@ -307,7 +312,10 @@ func (p *product) testPermissions(t *testing.T) {
 		slices.Sort(requests)
 		t.Logf("%s: %d permissions granted; requests made: %s; granted without a request here: %s",
 			sa, len(granted), strings.Join(requests, ", "), strings.Join(excused, "; "))
-		if len(unused) > 0 {
+		switch {
+		case len(unused) > 0 && !ranAll:
+			t.Logf("%s made no request for %s, but not every step ran", sa, strings.Join(unused, ", "))
+		case len(unused) > 0:
 			t.Errorf("%s is granted permissions no request used: %s", sa, strings.Join(unused, ", "))
 		}
 	}

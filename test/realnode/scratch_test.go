@@ -415,6 +415,13 @@ func (p *product) assertAgentSawTheFill(ctx context.Context, t *testing.T, pod *
 		volume = p.agentMetric(ctx, t, "dbtune_scratch_volume_size_bytes", labels)
 		return volume == float64(size) && peak > 0, fmt.Sprintf("peak %.0f, size %.0f", peak, volume)
 	})
+	// The server drops the failed query's temporary table; the file below starts a new full
+	// episode only once a sample has seen the volume emptied in between (samples are a second
+	// apart, the next statement is not).
+	waitFor(t, 30*time.Second, "the agent seeing the volume emptied after the query", func() (bool, string) {
+		used = p.agentMetric(ctx, t, "dbtune_scratch_volume_used_bytes", labels)
+		return used < 0.5*volume, fmt.Sprintf("used %.0f of %.0f", used, volume)
+	})
 	fullBefore := p.agentMetric(ctx, t, "dbtune_scratch_volume_full_total", labels)
 	t.Logf("sampled every second, the query's fill of %s peaked at %.0f of %.0f bytes (%.0f%%), full %.0f time(s)", pod.Name, peak, volume, 100*peak/volume, fullBefore)
 
