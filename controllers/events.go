@@ -1,5 +1,23 @@
 package controllers
 
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/dbtune/scratch-operator/api/conditions"
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+)
+
 // Event reasons and actions, predefined so that users can filter on them
 // (`kubectl get events --field-selector reason=Injected`).
 const (
@@ -27,3 +45,97 @@ const (
 	actionCheck  = "Check"
 	actionHold   = "Hold"
 )
+
+// maxNoteBytes is the API server's limit on an Event's note.
+const maxNoteBytes = 1024
+
+// change is what a sync did to one StatefulSet for one ScratchVolume, as its Event tells it.
+type change struct {
+	reason, action string
+	// note tells the change of this StatefulSet alone.
+	note string
+	// many opens the note that tells it of several: "Injected a 256Mi RAM volume into".
+	many string
+}
+
+// changeEvents gathers the Injected, Updated, Restored and Reverted Events of one pass over a
+// ScratchVolume's targets and records them when the pass ends, one per ScratchVolume and reason.
+// A change of one StatefulSet keeps its own note, which says what went where; a change of many
+// names the first few and leaves the details to status.targets. A selector over a fleet so records
+// a handful of Events instead of one per StatefulSet: each is a write the API server serves beside
+// the injection's own, and one the recorder keeps in memory for minutes.
+//
+// The Event about many StatefulSets is related to the first it names. The events.k8s.io recorder
+// folds Events with the same regarding and related objects, reason and action into one series
+// that keeps the first note: two passes over different StatefulSets stay two Events.
+type changeEvents struct {
+	recorder recorder.EventRecorder
+	mu       sync.Mutex
+	groups   map[changeKey]*changeGroup
+}
+
+type changeKey struct {
+	sv     types.NamespacedName
+	reason string
+}
+
+// changeGroup is one Event to record: the StatefulSets a ScratchVolume changed alike, and the
+// first one's change.
+type changeGroup struct {
+	sv    *v1alpha1.ScratchVolume
+	first change
+	sts   []*appsv1.StatefulSet
+}
+
+func (r *ScratchVolumeReconciler) changeEvents() *changeEvents {
+	return &changeEvents{recorder: r.Recorder, groups: map[changeKey]*changeGroup{}}
+}
+
+// add counts sts among the StatefulSets sv changed for c.reason.
+func (e *changeEvents) add(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c change) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k := changeKey{client.ObjectKeyFromObject(sv), c.reason}
+	g := e.groups[k]
+	if g == nil {
+		g = &changeGroup{sv: sv, first: c}
+		e.groups[k] = g
+	}
+	g.sts = append(g.sts, sts)
+}
+
+// record sends the Events gathered, in the order of their ScratchVolumes and reasons, and forgets
+// them.
+func (e *changeEvents) record() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	keys := slices.SortedFunc(maps.Keys(e.groups), func(a, b changeKey) int {
+		return cmp.Or(cmp.Compare(a.sv.Namespace, b.sv.Namespace), cmp.Compare(a.sv.Name, b.sv.Name), cmp.Compare(a.reason, b.reason))
+	})
+	for _, k := range keys {
+		g := e.groups[k]
+		if len(g.sts) == 1 {
+			e.recorder.Eventf(g.sv, g.sts[0], corev1.EventTypeNormal, k.reason, g.first.action, "%s", boundNote(g.first.note))
+			continue
+		}
+		slices.SortFunc(g.sts, func(a, b *appsv1.StatefulSet) int { return cmp.Compare(a.Name, b.Name) })
+		names := make([]string, len(g.sts))
+		for i, sts := range g.sts {
+			names[i] = sts.Name
+		}
+		note := fmt.Sprintf("%s %d StatefulSets: %s", g.first.many, len(names), conditions.Names(names, conditions.MaxListed))
+		if k.reason == EventInjected || k.reason == EventUpdated {
+			note += "; status.targets says where each one's temporary data goes"
+		}
+		e.recorder.Eventf(g.sv, g.sts[0], corev1.EventTypeNormal, k.reason, g.first.action, "%s", boundNote(note))
+	}
+	clear(e.groups)
+}
+
+// boundNote cuts a note to what the API server accepts.
+func boundNote(note string) string {
+	if len(note) <= maxNoteBytes {
+		return note
+	}
+	return strings.ToValidUTF8(note[:maxNoteBytes-len("…")], "") + "…"
+}

@@ -150,6 +150,8 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 	if err != nil {
 		return err
 	}
+	events := r.changeEvents()
+	defer events.record()
 	results := make([]synced, len(targets))
 	var wg sync.WaitGroup
 	for i := range targets {
@@ -160,7 +162,7 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 		}
 		wg.Go(func() {
 			defer release()
-			out, err := r.syncStatefulSet(ctx, targets[i], sel)
+			out, err := r.syncStatefulSet(ctx, targets[i], sel, events)
 			results[i] = synced{out, err}
 		})
 	}
@@ -249,6 +251,8 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 	if err != nil {
 		return err
 	}
+	events := r.changeEvents()
+	defer events.record()
 	for _, sts := range injected {
 		if kept[sts.Name] {
 			continue
@@ -257,7 +261,7 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 		if err != nil {
 			return err
 		}
-		out, err := r.syncStatefulSet(ctx, sts, sel)
+		out, err := r.syncStatefulSet(ctx, sts, sel, events)
 		release()
 		if err != nil {
 			return err
@@ -265,8 +269,9 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 		if out == nil {
 			continue // deleted meanwhile: nothing was reverted
 		}
-		r.Recorder.Eventf(sv, sts, corev1.EventTypeNormal, EventReverted, actionRevert,
-			"Removed the RAM volume and its settings from StatefulSet %s", sts.Name)
+		events.add(sv, sts, change{EventReverted, actionRevert,
+			"Removed the RAM volume and its settings from StatefulSet " + sts.Name,
+			"Removed the RAM volume and its settings from"})
 	}
 	return nil
 }

@@ -118,9 +118,9 @@ func TestSelectorPicksUpNewStatefulSets(t *testing.T) {
 	sv := scratchVolume(ns, "fleet", "")
 	sv.Spec.Target = v1alpha1.ScratchTarget{Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"tier": "db"}}}
 	create(t, e, mariadbStatefulSet(ns, "a"), sv)
-	eventually(t, func() string { return injectedCount(t, e, ns, "fleet", 1) })
+	eventually(t, func() string { return injectedCount(t, e, ns, 1) })
 	create(t, e, mariadbStatefulSet(ns, "b"))
-	eventually(t, func() string { return injectedCount(t, e, ns, "fleet", 2) })
+	eventually(t, func() string { return injectedCount(t, e, ns, 2) })
 
 	// Relabelling a StatefulSet out of the selector reverts it.
 	updateSTS(t, e, ns, "b", func(b *appsv1.StatefulSet) { b.Labels["tier"] = "cache" })
@@ -128,12 +128,13 @@ func TestSelectorPicksUpNewStatefulSets(t *testing.T) {
 		if _, ok := getSTS(t, e, ns, "b").Spec.Template.Annotations[sv.InjectionAnnotation()]; ok {
 			return "b still carries the injection after leaving the selector"
 		}
-		return injectedCount(t, e, ns, "fleet", 1)
+		return injectedCount(t, e, ns, 1)
 	})
 }
 
-func injectedCount(t *testing.T, e *testenv.Env, ns, name string, want int32) string {
-	sv := getSV(t, e, ns, name)
+// injectedCount tells how the ScratchVolume "fleet" of ns misses want injected targets.
+func injectedCount(t *testing.T, e *testenv.Env, ns string, want int32) string {
+	sv := getSV(t, e, ns, "fleet")
 	if sv.Status.InjectedTargets != want {
 		return fmt.Sprintf("%d targets injected, want %d", sv.Status.InjectedTargets, want)
 	}

@@ -95,10 +95,11 @@ type outcome struct {
 // syncStatefulSet makes the controller's entries on sts the union of the plans of every live
 // ScratchVolume that selects it, writing only when they differ from what is there. It returns the
 // outcome per ScratchVolume name, each plan trimmed to what the status reads (settledOutcomes).
-// sel are the ScratchVolumes of sts's namespace that select by label (selectorsIn). sts is the cache's trimmed object (trimStatefulSet): a decision
-// remembered for its generation is reused as it is, and anything else is planned on the whole
-// StatefulSet, read from the API server.
-func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, sel selectors) (map[string]*outcome, error) {
+// sel are the ScratchVolumes of sts's namespace that select by label (selectorsIn). sts is the
+// cache's trimmed object (trimStatefulSet): a decision remembered for its generation is reused as
+// it is, and anything else is planned on the whole StatefulSet, read from the API server. The
+// changes written are added to events.
+func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, sel selectors, events *changeEvents) (map[string]*outcome, error) {
 	if r.written.behind(sts) {
 		return nil, fmt.Errorf("StatefulSet %s/%s at generation %d: %w", sts.Namespace, sts.Name, sts.Generation, errCacheBehind)
 	}
@@ -152,7 +153,7 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 	if len(restored) > 0 {
 		restoresTotal.WithLabelValues(sts.Namespace).Inc()
 	}
-	r.recordChange(sts, outcomes, desired, observed, restored)
+	recordChange(events, sts, outcomes, desired, observed, restored)
 	return withGuard(settledOutcomes(outcomes), g), nil
 }
 
@@ -408,8 +409,8 @@ func changeKind(desired, observed inject.Entries) string {
 	}
 }
 
-// recordChange emits one Event per ScratchVolume whose entries changed on sts.
-func (r *ScratchVolumeReconciler) recordChange(sts *appsv1.StatefulSet, outcomes map[string]*outcome, desired, observed inject.Entries, restored []string) {
+// recordChange adds, for each ScratchVolume whose entries changed on sts, the change to events.
+func recordChange(events *changeEvents, sts *appsv1.StatefulSet, outcomes map[string]*outcome, desired, observed inject.Entries, restored []string) {
 	for _, o := range outcomes {
 		if o.plan == nil {
 			continue
@@ -418,18 +419,21 @@ func (r *ScratchVolumeReconciler) recordChange(sts *appsv1.StatefulSet, outcomes
 		before, had := observed.Annotations[key]
 		switch {
 		case !had && wrote(o.sv, sts.Name, o.hash):
-			r.Recorder.Eventf(o.sv, sts, corev1.EventTypeNormal, EventRestored, actionInject,
-				"Restored the injection in StatefulSet %s, which another field manager or a hand edit removed (%s)", sts.Name,
-				conditions.Names(restored, 4))
+			events.add(o.sv, sts, change{EventRestored, actionInject,
+				fmt.Sprintf("Restored the injection in StatefulSet %s, which another field manager or a hand edit removed (%s)", sts.Name, conditions.Names(restored, 4)),
+				"Restored the injection, which another field manager or a hand edit removed, in"})
 		case !had:
-			r.Recorder.Eventf(o.sv, sts, corev1.EventTypeNormal, EventInjected, actionInject,
-				"Injected a %s RAM volume at %s into container %s of StatefulSet %s%s", o.sv.Spec.Size.String(), o.plan.Mount.MountPath, o.plan.Container, sts.Name, placement(o.plan))
+			events.add(o.sv, sts, change{EventInjected, actionInject,
+				fmt.Sprintf("Injected a %s RAM volume at %s into container %s of StatefulSet %s%s", o.sv.Spec.Size.String(), o.plan.Mount.MountPath, o.plan.Container, sts.Name, placement(o.plan)),
+				fmt.Sprintf("Injected a %s RAM volume into", o.sv.Spec.Size.String())})
 		case before != desired.Annotations[key]:
-			r.Recorder.Eventf(o.sv, sts, corev1.EventTypeNormal, EventUpdated, actionInject,
-				"Updated the injection in StatefulSet %s (config hash %s -> %s)%s", sts.Name, before, desired.Annotations[key], placement(o.plan))
+			events.add(o.sv, sts, change{EventUpdated, actionInject,
+				fmt.Sprintf("Updated the injection in StatefulSet %s (config hash %s -> %s)%s", sts.Name, before, desired.Annotations[key], placement(o.plan)),
+				"Updated the injection in"})
 		default:
-			r.Recorder.Eventf(o.sv, sts, corev1.EventTypeNormal, EventRestored, actionInject,
-				"Restored entries of StatefulSet %s that another field manager or a hand edit removed", sts.Name)
+			events.add(o.sv, sts, change{EventRestored, actionInject,
+				fmt.Sprintf("Restored entries of StatefulSet %s that another field manager or a hand edit removed", sts.Name),
+				"Restored entries that another field manager or a hand edit removed in"})
 		}
 	}
 }

@@ -233,7 +233,7 @@ func TestStatefulSetGoneBeforeItsPlanIsRead(t *testing.T) {
 	if len(sel.items) != 1 {
 		t.Fatalf("the ScratchVolume is not found as a selector: %+v", sel.items)
 	}
-	out, err := r.syncStatefulSet(ctx, cached, sel)
+	out, err := r.syncStatefulSet(ctx, cached, sel, r.changeEvents())
 	if err != nil || out != nil {
 		t.Errorf("the sync of a StatefulSet that is gone gave %v, %v; want nothing and no error", out, err)
 	}
