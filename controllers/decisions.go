@@ -61,14 +61,19 @@ type svStamp struct {
 }
 
 func inputsOf(sts *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) decisionInputs {
-	in := decisionInputs{uid: sts.UID, generation: sts.Generation, svs: make([]svStamp, len(svs))}
-	if ref := metav1.GetControllerOfNoCopy(sts); ref != nil {
-		in.controller = ref.APIVersion + "/" + ref.Kind + "/" + ref.Name
-	}
+	in := decisionInputs{uid: sts.UID, generation: sts.Generation, controller: controllerName(sts), svs: make([]svStamp, len(svs))}
 	for i := range svs {
 		in.svs[i] = svStamp{name: svs[i].Name, uid: svs[i].UID, generation: svs[i].Generation}
 	}
 	return in
+}
+
+// controllerName names the controlling owner of sts as the decision inputs hold it, "" for none.
+func controllerName(sts *appsv1.StatefulSet) string {
+	if ref := metav1.GetControllerOfNoCopy(sts); ref != nil {
+		return ref.APIVersion + "/" + ref.Kind + "/" + ref.Name
+	}
+	return ""
 }
 
 func (in decisionInputs) equal(other decisionInputs) bool {

@@ -97,8 +97,8 @@ type outcome struct {
 // outcome per ScratchVolume name, each plan trimmed to what the status reads (settledOutcomes).
 // sel are the ScratchVolumes of sts's namespace that select by label (selectorsIn). sts is the
 // cache's trimmed object (trimStatefulSet): a decision remembered for its generation is reused as
-// it is, and anything else is planned on the whole StatefulSet, read from the API server. The
-// changes written are added to events.
+// it is, and anything else is planned on the whole StatefulSet, read from the API server
+// (readWhole). The changes written are added to events.
 func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, sel selectors, events *changeEvents) (map[string]*outcome, error) {
 	if r.written.behind(sts) {
 		return nil, fmt.Errorf("StatefulSet %s/%s at generation %d: %w", sts.Namespace, sts.Name, sts.Generation, errCacheBehind)
@@ -114,7 +114,7 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 	// The whole object is this sync's own: the write below works on it and updates it from the
 	// responses, and it is dropped with the sync.
 	live := &appsv1.StatefulSet{}
-	if err := r.APIReader.Get(ctx, key, live); apierrors.IsNotFound(err) {
+	if err := r.readWhole(ctx, sts, live); apierrors.IsNotFound(err) {
 		// Deleted since the cache saw it: nothing to plan, and its deletion brings the next
 		// reconcile, which no longer finds it.
 		return nil, nil
@@ -155,6 +155,36 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 	}
 	recordChange(events, sts, outcomes, desired, observed, restored)
 	return withGuard(settledOutcomes(outcomes), g), nil
+}
+
+// readWhole reads into live the whole StatefulSet that sts, the cache's trimmed copy, stands for.
+// It asks the API server for any version it has (resourceVersion "0"), which it answers from its
+// watch cache instead of a quorum read of etcd, and takes the answer when it is the object the
+// cache holds or a later one (asNewAs): with one API server it always is, since the informer is fed
+// from that same watch cache. An older answer, from an API server behind the one the informer
+// watches, or none, is read again from etcd. Either read may be overtaken by a change before the
+// apply; that change's event plans again.
+func (r *ScratchVolumeReconciler) readWhole(ctx context.Context, sts, live *appsv1.StatefulSet) error {
+	key := client.ObjectKeyFromObject(sts)
+	err := r.APIReader.Get(ctx, key, live, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+	switch {
+	case err == nil && asNewAs(live, sts):
+		return nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	}
+	*live = appsv1.StatefulSet{}
+	return r.APIReader.Get(ctx, key, live)
+}
+
+// asNewAs reports whether live is the StatefulSet cached stands for, at its version of what a
+// decision depends on or a later one: the same object, at a generation as high, and with the same
+// controller if no higher (a change of owner does not move the generation).
+func asNewAs(live, cached *appsv1.StatefulSet) bool {
+	if live.UID != cached.UID || live.Generation < cached.Generation {
+		return false
+	}
+	return live.Generation > cached.Generation || controllerName(live) == controllerName(cached)
 }
 
 // targetPlan is what a sync decides for one StatefulSet from the ScratchVolumes that select it:
