@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/dbtune/scratch-operator/api/conditions"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 )
 
@@ -109,8 +110,8 @@ func TestChangeEventsNotesFitTheAPI(t *testing.T) {
 		t.Fatalf("recorded %d Events, want 2", len(capture.events))
 	}
 	for _, ev := range capture.events {
-		if len(ev.note) > maxNoteBytes || !utf8.ValidString(ev.note) || !strings.HasSuffix(ev.note, "…") {
-			t.Errorf("note of %d bytes (valid UTF-8: %v), want at most %d, cut with an ellipsis: %q", len(ev.note), utf8.ValidString(ev.note), maxNoteBytes, ev.note)
+		if len(ev.note) > conditions.MaxEventNote || !utf8.ValidString(ev.note) || !strings.HasSuffix(ev.note, " …") {
+			t.Errorf("note of %d bytes (valid UTF-8: %v), want at most %d, cut with an ellipsis: %q", len(ev.note), utf8.ValidString(ev.note), conditions.MaxEventNote, ev.note)
 		}
 	}
 	if !strings.HasPrefix(capture.events[0].note, "Removed the RAM volume and its settings from 9 StatefulSets: "+long+"-0, ") {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -45,9 +44,6 @@ const (
 	actionCheck  = "Check"
 	actionHold   = "Hold"
 )
-
-// maxNoteBytes is the API server's limit on an Event's note.
-const maxNoteBytes = 1024
 
 // change is what a sync did to one StatefulSet for one ScratchVolume, as its Event tells it.
 type change struct {
@@ -115,7 +111,7 @@ func (e *changeEvents) record() {
 	for _, k := range keys {
 		g := e.groups[k]
 		if len(g.sts) == 1 {
-			e.recorder.Eventf(g.sv, g.sts[0], corev1.EventTypeNormal, k.reason, g.first.action, "%s", boundNote(g.first.note))
+			e.recorder.Eventf(g.sv, g.sts[0], corev1.EventTypeNormal, k.reason, g.first.action, "%s", conditions.Cut(g.first.note, conditions.MaxEventNote))
 			continue
 		}
 		slices.SortFunc(g.sts, func(a, b *appsv1.StatefulSet) int { return cmp.Compare(a.Name, b.Name) })
@@ -127,15 +123,7 @@ func (e *changeEvents) record() {
 		if k.reason == EventInjected || k.reason == EventUpdated {
 			note += "; status.targets says where each one's temporary data goes"
 		}
-		e.recorder.Eventf(g.sv, g.sts[0], corev1.EventTypeNormal, k.reason, g.first.action, "%s", boundNote(note))
+		e.recorder.Eventf(g.sv, g.sts[0], corev1.EventTypeNormal, k.reason, g.first.action, "%s", conditions.Cut(note, conditions.MaxEventNote))
 	}
 	clear(e.groups)
-}
-
-// boundNote cuts a note to what the API server accepts.
-func boundNote(note string) string {
-	if len(note) <= maxNoteBytes {
-		return note
-	}
-	return strings.ToValidUTF8(note[:maxNoteBytes-len("…")], "") + "…"
 }

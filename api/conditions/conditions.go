@@ -42,6 +42,18 @@ func join(items []string, sep, beforeMore string, limit int) string {
 	return strings.Join(items[:limit], sep) + fmt.Sprintf("%sand %d more", beforeMore, len(items)-limit)
 }
 
+// MaxEventNote is the API server's limit on an Event's note, in bytes.
+const MaxEventNote = 1024
+
+// Cut shortens s to at most limit bytes, on a character boundary, and ends what it shortened with
+// " …". Event notes and condition messages have byte limits that a list of names can pass.
+func Cut(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	return strings.ToValidUTF8(s[:limit-len(" …")], "") + " …"
+}
+
 // Plural picks the singular or plural of a noun for n.
 func Plural(n int, one, many string) string {
 	if n == 1 {

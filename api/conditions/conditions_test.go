@@ -3,6 +3,7 @@ package conditions
 import (
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -49,6 +50,26 @@ func TestKeepTransitionTimes(t *testing.T) {
 	for i, c := range conds {
 		if !c.LastTransitionTime.Equal(&want[i]) {
 			t.Errorf("%s: lastTransitionTime %v, want %v", c.Type, c.LastTransitionTime, want[i])
+		}
+	}
+}
+
+func TestCut(t *testing.T) {
+	for _, c := range []struct {
+		s     string
+		limit int
+		want  string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"eleven char", 10, "eleven …"},
+		// "é" is two bytes: a cut inside one drops the half character.
+		{"ééééé", 9, "éé …"},
+		{"éééééé", 10, "ééé …"},
+	} {
+		got := Cut(c.s, c.limit)
+		if got != c.want || len(got) > c.limit || !utf8.ValidString(got) {
+			t.Errorf("Cut(%q, %d) = %q (%d bytes), want %q", c.s, c.limit, got, len(got), c.want)
 		}
 	}
 }

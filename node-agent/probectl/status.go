@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dbtune/scratch-operator/api/conditions"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/node-agent/probe"
 )
@@ -201,7 +202,7 @@ func (v *verdict) probed(prev *v1alpha1.NodeIOProfileStatus) metav1.Condition {
 			c.Message += fmt.Sprintf(" The figures of the run that finished at %s are kept.", prev.LastRunTime.UTC().Format(time.RFC3339))
 		}
 	}
-	c.Message = truncate(c.Message)
+	c.Message = conditions.Cut(c.Message, maxMessageLength)
 	return c
 }
 
@@ -211,7 +212,7 @@ func (v *verdict) degraded() metav1.Condition {
 			Reason: v1alpha1.ReasonAllTargetsMeasured, Message: "Every target was measured completely."}
 	}
 	return metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue,
-		Reason: v.firstReason(), Message: truncate(summarize(v.problems))}
+		Reason: v.firstReason(), Message: conditions.Cut(summarize(v.problems), maxMessageLength)}
 }
 
 func (v *verdict) firstReason() string {
@@ -268,13 +269,6 @@ func sentence(s string) string {
 	return s
 }
 
-func truncate(s string) string {
-	if len(s) <= maxMessageLength {
-		return s
-	}
-	return strings.ToValidUTF8(s[:maxMessageLength-len(" …")], "") + " …"
-}
-
 // statusAfterRun is the agent's part of the status once a run is over. A run that measured
 // something replaces every figure (a target that failed keeps its partial figures and its error);
 // a run that measured nothing leaves the previous run's figures and lastRunTime in place, and only
@@ -306,7 +300,7 @@ func statusWhileWaiting(prev v1alpha1.NodeIOProfileStatus, message string, now t
 		status = metav1.ConditionTrue
 	}
 	setCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionProbed, Status: status,
-		Reason: v1alpha1.ReasonWaitingForSlot, Message: truncate(message)}, now)
+		Reason: v1alpha1.ReasonWaitingForSlot, Message: conditions.Cut(message, maxMessageLength)}, now)
 	return st
 }
 

@@ -7,11 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/dbtune/scratch-operator/api/conditions"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 )
-
-// maxNoteBytes is the API server's limit on an Event's note.
-const maxNoteBytes = 1024
 
 // eventKey is what makes two Events distinct for the events.k8s.io recorder, which folds Events
 // with the same regarding and related objects, type, reason and action into one series that
@@ -53,10 +51,7 @@ func (b *eventBatch) add(k eventKey, head, item string) {
 // emit sends one Event per key about the node.
 func (b *eventBatch) emit(rec recorder.EventRecorder, node *metav1.PartialObjectMetadata) {
 	for _, k := range b.keys {
-		note := b.heads[k] + strings.Join(b.items[k], "; ")
-		if len(note) > maxNoteBytes {
-			note = strings.ToValidUTF8(note[:maxNoteBytes-len("…")], "") + "…"
-		}
+		note := conditions.Cut(b.heads[k]+strings.Join(b.items[k], "; "), conditions.MaxEventNote)
 		if k.policy == "" {
 			rec.Eventf(nodeRef(node), nil, k.eventType, k.reason, k.action, "%s", note)
 			continue
