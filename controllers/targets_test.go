@@ -176,17 +176,6 @@ type noIndexer struct{ toolscache.SharedIndexInformer }
 
 func (noIndexer) GetIndexer() {}
 
-// eventLog records the Events a reconciler sends.
-type eventLog struct{ reasons []string }
-
-func (l *eventLog) Eventf(_, _ runtime.Object, _, reason, _, _ string, _ ...any) {
-	l.reasons = append(l.reasons, reason)
-}
-
-func (l *eventLog) AnnotatedEventf(_, _ runtime.Object, _ map[string]string, _, reason, _, _ string, _ ...any) {
-	l.reasons = append(l.reasons, reason)
-}
-
 // TestStatefulSetGoneBeforeItsPlanIsRead plays a StatefulSet deleted between the cache, which
 // still has it, and the read of the whole object that plans it: the sync plans nothing, writes
 // nothing and reports no failure, and a revert of it sends no Reverted Event.
@@ -221,10 +210,10 @@ func TestStatefulSetGoneBeforeItsPlanIsRead(t *testing.T) {
 				return nil
 			},
 		}).Build()
-	events := &eventLog{}
+	capture := &eventCapture{}
 	// The API server no longer has it.
 	gone := fake.NewClientBuilder().WithScheme(schemeWithAPI(t)).Build()
-	r := &ScratchVolumeReconciler{Client: c, APIReader: gone, Recorder: events}
+	r := &ScratchVolumeReconciler{Client: c, APIReader: gone, Recorder: capture}
 
 	sel, err := r.selectorsIn(ctx, cached.Namespace)
 	if err != nil {
@@ -233,15 +222,17 @@ func TestStatefulSetGoneBeforeItsPlanIsRead(t *testing.T) {
 	if len(sel.items) != 1 {
 		t.Fatalf("the ScratchVolume is not found as a selector: %+v", sel.items)
 	}
-	out, err := r.syncStatefulSet(ctx, cached, sel, r.changeEvents())
+	events := r.changeEvents()
+	out, err := r.syncStatefulSet(ctx, cached, sel, events)
 	if err != nil || out != nil {
 		t.Errorf("the sync of a StatefulSet that is gone gave %v, %v; want nothing and no error", out, err)
 	}
+	events.record()
 	if err := r.revertDropped(ctx, &sv, nil); err != nil {
 		t.Errorf("the revert of a StatefulSet that is gone failed: %v", err)
 	}
-	if writes != 0 || len(events.reasons) != 0 {
-		t.Errorf("%d writes and Events %v for a StatefulSet that is gone", writes, events.reasons)
+	if writes != 0 || len(capture.events) != 0 {
+		t.Errorf("%d writes and Events %v for a StatefulSet that is gone", writes, capture.events)
 	}
 	if n := r.decisions.size(); n != 0 {
 		t.Errorf("%d decisions remembered for a StatefulSet that is gone", n)
