@@ -161,12 +161,19 @@ images: ## Build OCI image tarballs of the manager and node agent into bin/image
 	go -C hack/images run . -repo ../.. -out ../../bin/images -version $(VERSION) -registry $(IMAGE_REGISTRY) \
 		-platforms $(PLATFORMS) -revision "$(REVISION)"
 
-# The MariaDB test image of test/realnode: Debian's mariadb-server installed by mmdebstrap from the
-# machine's own Debian release (root, apt-get install mmdebstrap). The root file system is cached under
-# bin/images/rootfs, keyed by the package versions; only the first build takes minutes.
+# The database test images: MariaDB from this machine's Debian release (the real node's database,
+# test/realnode), and MariaDB and MySQL from Debian's development suite (sid: MariaDB 11.8, MySQL
+# 9.7), which are also unpacked under bin/images/root for the real-server harness (test/mariadb).
+# mmdebstrap installs them (root, apt-get install mmdebstrap); root file systems are cached under
+# bin/images/rootfs, keyed by the package versions: only the first build takes minutes, and a new
+# upload to sid builds anew and says so.
 .PHONY: images-mariadb
-images-mariadb: ## Build the MariaDB test image (Debian packages, mmdebstrap) into bin/images/mariadb.tar (as root).
-	go -C hack/images run . -mariadb -out ../../bin/images
+images-mariadb: ## Build the MariaDB test image of the real node (Debian packages, mmdebstrap) into bin/images/mariadb.tar (as root).
+	go -C hack/images run . -database mariadb -out ../../bin/images
+
+.PHONY: images-databases
+images-databases: images-mariadb ## Also build the MariaDB 11.8 and MySQL 9.7 test images from Debian's development suite, unpacked for the harness (as root).
+	go -C hack/images run . -database mariadb-sid,mysql-sid -unpack -out ../../bin/images
 
 .PHONY: docs-api
 docs-api: ## Generate the API reference docs/api.md from the Go types' comments and markers.

@@ -11,9 +11,13 @@
 // With -pause BUSYBOX it builds only <out>/pause.tar instead: a static busybox that sleeps forever,
 // the sandbox and test image of a local test node (test/realnode).
 //
-// With -mariadb it builds only <out>/mariadb.tar instead: MariaDB from the Debian archive of this
-// machine's release, installed by mmdebstrap (cached under <out>/rootfs), with the project's own
-// start script as entrypoint: the database image of a local test node.
+// With -database NAME it builds only that database test image instead, <out>/NAME.tar, with its
+// reference in <out>/NAME.ref: a server from Debian's packages installed by mmdebstrap (cached
+// under <out>/rootfs by package versions), shaped like the official image of its flavour, with
+// the project's own start script as entrypoint. The names are mariadb (this machine's Debian
+// release, MariaDB 10.11 on bookworm), mariadb-sid and mysql-sid (Debian's development suite:
+// MariaDB 11.8, MySQL 9.7). With -unpack it also writes the image's whole file system to
+// <out>/root/NAME, which the real-server harness (test/mariadb) runs without a container runtime.
 //
 // It lives in a module of its own so that go-containerregistry never enters the product's
 // dependency graph. Run it through `make images`.
@@ -62,8 +66,10 @@ type options struct {
 	// pause is the static busybox to build the local test node's pause image from; when set, that
 	// image is the only one built.
 	pause string
-	// mariadb builds only the MariaDB test image of a local test node, from Debian's archive.
-	mariadb bool
+	// databases are the database test images to build instead of the binaries' images.
+	databases []database
+	// unpack also writes each database image's file system under <out>/root.
+	unpack bool
 }
 
 func main() {
@@ -91,13 +97,25 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.revision, "revision", "", "source revision for the org.opencontainers.image.revision label")
 	fs.StringVar(&o.registry, "registry", "dbtune", "registry and namespace the image names start with")
 	fs.StringVar(&o.pause, "pause", "", "build only the pause image of a local test node (test/realnode) from this static busybox\n(Debian's busybox-static: /bin/busybox), as <out>/pause.tar")
-	fs.BoolVar(&o.mariadb, "mariadb", false, "build only the MariaDB test image of a local test node (test/realnode) from the Debian archive\nwith mmdebstrap, as <out>/mariadb.tar; the root file system is cached under <out>/rootfs")
+	var dbs string
+	fs.StringVar(&dbs, "database", "", "build only these database test images (comma-separated: mariadb, mariadb-sid, mysql-sid) from\nDebian's archive with mmdebstrap, as <out>/NAME.tar; root file systems are cached under <out>/rootfs")
+	fs.BoolVar(&o.unpack, "unpack", false, "with -database, also unpack each image's file system into <out>/root/NAME")
 	fs.StringVar(&platforms, "platforms", "linux/amd64,linux/arm64", "comma-separated os/arch list to build")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	for n := range strings.SplitSeq(dbs, ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		d, err := findDatabase(n)
+		if err != nil {
+			return nil, err
+		}
+		o.databases = append(o.databases, d)
 	}
 	var err error
 	if o.platforms, err = parsePlatforms(platforms); err != nil {
@@ -127,8 +145,16 @@ func run(ctx context.Context, o *options) error {
 	if o.pause != "" {
 		return buildPause(o, o.pause)
 	}
-	if o.mariadb {
-		return buildMariaDB(ctx, o)
+	if len(o.databases) > 0 {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return err
+		}
+		for _, d := range o.databases {
+			if err := buildDatabase(ctx, o, d); err != nil {
+				return fmt.Errorf("%s: %w", d.name, err)
+			}
+		}
+		return nil
 	}
 	repo, err := filepath.Abs(o.repo)
 	if err != nil {

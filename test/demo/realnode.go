@@ -93,8 +93,9 @@ func (d *demo) startRealNode(ctx context.Context, c *localcluster.Cluster, conta
 }
 
 // writeRealNodeSample writes the sample StatefulSet as it runs on the real node: MariaDB from the
-// image built here (no registry is reachable), the exporter sidecar replaced by the pause image, and
-// the pods on the real node. Everything else is the sample's.
+// image built here (no registry is reachable) with a root that has no password instead of a random
+// one, the exporter sidecar replaced by the pause image, and the pods on the real node. Everything
+// else is the sample's.
 func (d *demo) writeRealNodeSample(nodeName string) (string, error) {
 	data, err := os.ReadFile(filepath.Join(d.root, "config", "samples", "mariadb-statefulset.yaml"))
 	if err != nil {
@@ -110,6 +111,8 @@ func (d *demo) writeRealNodeSample(nodeName string) (string, error) {
 		c.ImagePullPolicy = corev1.PullNever
 		if c.Name == statefulSet {
 			c.Image = realnode.MariaDBImage
+			// The demo asks the server through kubectl exec, as root without a password.
+			c.Env = []corev1.EnvVar{{Name: "MARIADB_ALLOW_EMPTY_ROOT_PASSWORD", Value: "1"}}
 		} else {
 			c.Image = realnode.PauseImage
 		}

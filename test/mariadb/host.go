@@ -13,10 +13,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/mysql"
 )
 
@@ -37,26 +39,42 @@ var (
 	searchPath       = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
-// Server describes the MariaDB installed on this machine.
+// Server is the database server that stands in for every pod's image on a host: this machine's
+// MariaDB packages (Check), or a database test image's unpacked file system (ImageServer).
 type Server struct {
-	// Version is mariadbd's version, such as 10.11.19.
+	// Name tells servers apart in test names and messages: MariaDB-10.11, MySQL-9.7.
+	Name string
+	// Flavor and Version are the server's, as it reports them itself.
+	Flavor  v1alpha1.MySQLFlavor
 	Version mysql.Version
-	// Mariadbd, InstallDB and Shell are absolute paths valid both here and inside a container.
+	// Image is the image reference a StatefulSet names to run this server: mariadb:10.11 for this
+	// machine's packages, the test image's own reference for an image.
+	Image string
+	// Root is the image's file system, the lower layer of every container's root; empty for this
+	// machine's packages, which containers see through read-only binds of its system directories.
+	Root string
+	// Entrypoint and Cmd are the image's; empty for this machine's packages, for which the harness
+	// runs its own stand-in of the official image's entrypoint.
+	Entrypoint, Cmd []string
+	// Mariadbd, InstallDB and Shell are absolute paths inside the container (for this machine's
+	// packages the same paths as here). Mariadbd is mysqld on MySQL; InstallDB is empty there.
 	Mariadbd, InstallDB, Shell string
 	// UID and GID are those of the mysql user the server runs as.
 	UID, GID uint32
+	// env is the image's environment, which a container's own follows.
+	env []string
 }
 
-// Check reports what this machine lacks to run pods, other than root: the MariaDB server packages and
-// the mysql user they create.
+// Check reports what this machine lacks to run pods from its own MariaDB packages, other than
+// root: the MariaDB server packages and the mysql user they create.
 func Check() (*Server, error) {
-	s := &Server{}
+	s := &Server{Flavor: v1alpha1.FlavorMariaDB}
 	var missing []string
 	for _, p := range []struct {
 		name string
 		dst  *string
 	}{{serverProgram, &s.Mariadbd}, {installDBProgram, &s.InstallDB}, {shellProgram, &s.Shell}} {
-		path, err := lookPath(p.name)
+		path, err := lookPath("/", p.name)
 		if err != nil {
 			missing = append(missing, err.Error())
 			continue
@@ -75,47 +93,61 @@ func Check() (*Server, error) {
 		return nil, fmt.Errorf("MariaDB is not installed (%s): apt-get install mariadb-server mariadb-client, as CI does",
 			strings.Join(missing, "; "))
 	}
-	v, err := serverVersion(s.Mariadbd)
-	if err != nil {
+	if err := s.readVersion(); err != nil {
 		return nil, err
 	}
-	s.Version = v
+	s.Image = fmt.Sprintf("mariadb:%d.%d", s.Version.Major, s.Version.Minor)
 	return s, nil
 }
 
-// lookPath finds a program in the standard directories and insists that it lives under /usr, the
-// only tree containers share with this machine (/bin and /sbin are links into it on merged-/usr
-// systems and bound read-only otherwise).
-func lookPath(name string) (string, error) {
+// lookPath finds a program in the standard directories of the file system at root and insists that
+// it lives under /usr, the only tree containers share with this machine (/bin and /sbin are links
+// into it on merged-/usr systems and bound read-only otherwise).
+func lookPath(root, name string) (string, error) {
 	for _, dir := range filepath.SplitList(searchPath) {
 		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		if st, err := os.Stat(filepath.Join(root, p)); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
 			return p, nil
 		}
 	}
 	return "", fmt.Errorf("%s not found in %s", name, searchPath)
 }
 
-var versionPattern = regexp.MustCompile(`Ver (\d+\.\d+\.\d+)-MariaDB`)
+// versionPattern matches what mariadbd and mysqld print for --version: "Ver 11.8.9-MariaDB-1 for
+// debian-linux-gnu", "Ver 9.7.4 for Linux on x86_64 (Debian)".
+var versionPattern = regexp.MustCompile(`Ver (\d+\.\d+\.\d+)(-MariaDB)?`)
 
-func serverVersion(mariadbd string) (mysql.Version, error) {
+// readVersion asks the server itself, inside its root for an image.
+func (s *Server) readVersion() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, mariadbd, "--no-defaults", "--version").Output()
+	cmd := exec.CommandContext(ctx, s.Mariadbd, "--no-defaults", "--version")
+	if s.Root != "" {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: s.Root}
+		cmd.Dir, cmd.Env = "/", []string{"PATH=" + searchPath}
+	}
+	out, err := cmd.Output()
 	if err != nil {
-		return mysql.Version{}, fmt.Errorf("failed to run %s --version: %w", mariadbd, err)
+		return fmt.Errorf("failed to run %s --version: %w", s.Mariadbd, err)
 	}
 	m := versionPattern.FindSubmatch(out)
 	if m == nil {
-		return mysql.Version{}, fmt.Errorf("%s --version printed no MariaDB version: %q", mariadbd, out)
+		return fmt.Errorf("%s --version printed no server version: %q", s.Mariadbd, out)
 	}
-	return mysql.ParseVersion(string(m[1]))
+	if (len(m[2]) > 0) != (s.Flavor == v1alpha1.FlavorMariaDB) {
+		return fmt.Errorf("%s --version printed %q, not a %s server", s.Mariadbd, out, s.Flavor)
+	}
+	if s.Version, err = mysql.ParseVersion(string(m[1])); err != nil {
+		return err
+	}
+	s.Name = fmt.Sprintf("%s-%d.%d", s.Flavor, s.Version.Major, s.Version.Minor)
+	return nil
 }
 
 // Host runs pods on this machine. Everything it creates lives under Dir; Close stops the pods and
 // removes it.
 type Host struct {
-	// Server is the MariaDB that stands in for every pod's image.
+	// Server is the database server that runs every pod.
 	Server *Server
 
 	dir    string
@@ -127,12 +159,19 @@ type Host struct {
 }
 
 // NewHost checks the machine and creates a fresh directory under base (DirEnv or DefaultDir when
-// empty). base must not be a tmpfs: claim directories there stand in for persistent disks.
+// empty) for pods run by this machine's MariaDB. base must not be a tmpfs: claim directories there
+// stand in for persistent disks.
 func NewHost(base string) (*Host, error) {
 	server, err := Check()
 	if err != nil {
 		return nil, err
 	}
+	return NewHostFor(server, base)
+}
+
+// NewHostFor is NewHost for pods run by server, this machine's MariaDB (Check) or a database test
+// image (ImageServer).
+func NewHostFor(server *Server, base string) (*Host, error) {
 	if base == "" {
 		base = os.Getenv(DirEnv)
 	}

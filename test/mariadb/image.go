@@ -1,13 +1,17 @@
 package mariadb
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
 )
 
 // What the stand-in image provides in place of a MariaDB container image.
@@ -86,4 +90,93 @@ func baseEnv(c *corev1.Container) ([]string, error) {
 		env = append(env, e.Name+"="+e.Value)
 	}
 	return env, nil
+}
+
+// imageConfigFile is what hack/images -unpack writes beside an image's file system: its reference
+// and what a runtime would take from its config to start a container.
+const imageConfigFile = ".dbtune-image.json"
+
+type imageConfig struct {
+	Ref        string   `json:"ref"`
+	Entrypoint []string `json:"entrypoint"`
+	Cmd        []string `json:"cmd"`
+	Env        []string `json:"env"`
+}
+
+// ImageServer describes the database test image unpacked at root by hack/images -unpack (make
+// images-databases): its server, found by the programs it holds and its own --version, runs every
+// pod of a host made with NewHostFor, as the image would in a container.
+func ImageServer(root string) (*Server, error) {
+	raw, err := os.ReadFile(filepath.Join(root, imageConfigFile))
+	if err != nil {
+		return nil, fmt.Errorf("no database image is unpacked at %s (%w): run make images-databases, as root", root, err)
+	}
+	var cfg imageConfig
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(root, imageConfigFile), err)
+	}
+	s := &Server{Root: root, Image: cfg.Ref, Entrypoint: cfg.Entrypoint, Cmd: cfg.Cmd, env: cfg.Env}
+	if s.Shell, err = lookPath(root, shellProgram); err != nil {
+		return nil, fmt.Errorf("image at %s: %w", root, err)
+	}
+	if s.Mariadbd, err = lookPath(root, serverProgram); err == nil {
+		s.Flavor = v1alpha1.FlavorMariaDB
+		if s.InstallDB, err = lookPath(root, installDBProgram); err != nil {
+			return nil, fmt.Errorf("image at %s: %w", root, err)
+		}
+	} else if s.Mariadbd, err = lookPath(root, "mysqld"); err == nil {
+		s.Flavor = v1alpha1.FlavorMySQL
+	} else {
+		return nil, fmt.Errorf("image at %s holds neither mariadbd nor mysqld", root)
+	}
+	if s.UID, s.GID, err = imageUser(root, "mysql"); err != nil {
+		return nil, err
+	}
+	if err := s.readVersion(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// imageUser looks a user up in the image's /etc/passwd, as a runtime resolves an image's user.
+func imageUser(root, name string) (uid, gid uint32, err error) {
+	raw, err := os.ReadFile(filepath.Join(root, "etc", "passwd"))
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) < 4 || f[0] != name {
+			continue
+		}
+		u, err1 := strconv.ParseUint(f[2], 10, 32)
+		g, err2 := strconv.ParseUint(f[3], 10, 32)
+		if err1 != nil || err2 != nil {
+			return 0, 0, fmt.Errorf("%s's /etc/passwd entry for %s is not numeric: %q", root, name, line)
+		}
+		return uint32(u), uint32(g), nil
+	}
+	return 0, 0, fmt.Errorf("the image at %s has no %s user", root, name)
+}
+
+// root is the file system programs are looked up in: the image's, or this machine's.
+func (s *Server) root() string {
+	if s.Root == "" {
+		return "/"
+	}
+	return s.Root
+}
+
+// command is what a runtime runs for container c of this image: the container's command or the
+// image's entrypoint, then the container's args, or the image's cmd when the container sets
+// neither (Kubernetes' rule: a command drops the image's cmd as well).
+func (s *Server) command(c *corev1.Container) []string {
+	switch {
+	case len(c.Command) > 0:
+		return append(append([]string{}, c.Command...), c.Args...)
+	case len(c.Args) > 0:
+		return append(append([]string{}, s.Entrypoint...), c.Args...)
+	default:
+		return append(append([]string{}, s.Entrypoint...), s.Cmd...)
+	}
 }

@@ -3,8 +3,8 @@ package mariadb_test
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -45,13 +45,101 @@ func newHost(t *testing.T) *mariadb.Host {
 	return h
 }
 
-// statefulSet is a MariaDB StatefulSet as a chart writes it: the data directory on a
-// volumeClaimTemplate, a memory limit, and the server's settings as args. The image names this
-// machine's MariaDB release line, which stands in for it. The settings keep a server small and
-// quick to initialize; args add to them.
+// serverImages are the database test images the harness runs pods with beside this machine's
+// MariaDB: their names under bin/images/root, unpacked by make images-databases.
+var serverImages = []string{"mariadb-sid", "mysql-sid"}
+
+// imagesDirEnv names a directory of unpacked database images to use instead of the repository's
+// bin/images/root.
+const imagesDirEnv = "DBTUNE_IMAGES_DIR"
+
+// forEachServer runs f as a parallel subtest per database server, each on a host of its own: this
+// machine's MariaDB packages (MariaDB 10.11 on Debian 12) and every database test image (MariaDB
+// 11.8 and MySQL 9.7 from Debian's development suite). A server that cannot run skips its subtest
+// (fails it under strict mode) with the reason.
+func forEachServer(t *testing.T, f func(t *testing.T, h *mariadb.Host)) {
+	t.Helper()
+	testenv.RequireRoot(t, "mount tmpfs volumes and run database servers in their own mount and PID namespaces")
+	type candidate struct {
+		name   string
+		server *mariadb.Server
+		err    error
+	}
+	var all []candidate
+	s, err := mariadb.Check()
+	name := "MariaDB-machine"
+	if err == nil {
+		name = s.Name
+	}
+	all = append(all, candidate{name, s, err})
+	dir := os.Getenv(imagesDirEnv)
+	if dir == "" {
+		root, err := testenv.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Join(root, "bin", "images", "root")
+	}
+	for _, image := range serverImages {
+		s, err := mariadb.ImageServer(filepath.Join(dir, image))
+		name := image
+		if err == nil {
+			name = s.Name
+		}
+		all = append(all, candidate{name, s, err})
+	}
+	for _, c := range all {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if c.err != nil {
+				testenv.SkipOrFail(t, "%v", c.err)
+			}
+			h, err := mariadb.NewHostFor(c.server, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := h.Close(); err != nil {
+					t.Errorf("failed to clean up the host: %v", err)
+				}
+			})
+			f(t, h)
+		})
+	}
+}
+
+// isMySQL reports whether the host runs MySQL rather than MariaDB.
+func isMySQL(h *mariadb.Host) bool { return h.Server.Flavor == v1alpha1.FlavorMySQL }
+
+// statefulSet is a database StatefulSet as a chart writes it for the host's server: its image, the
+// data directory on a volumeClaimTemplate, a memory limit, and the server's settings as args. The
+// settings keep a server small and quick to initialize; args add to them.
 func statefulSet(h *mariadb.Host, name string, args ...string) *appsv1.StatefulSet {
 	labels := map[string]string{"app.kubernetes.io/name": name}
-	v := h.Server.Version
+	settings := []string{
+		"--innodb-buffer-pool-size=32M",
+		"--innodb-log-file-size=16M",
+		"--innodb-buffer-pool-dump-at-shutdown=OFF",
+		"--innodb-buffer-pool-load-at-startup=OFF",
+	}
+	if isMySQL(h) {
+		// MySQL sizes its redo log with innodb_redo_log_capacity (8.0.30) and, from 8.0.13,
+		// makes ten session temporary tablespaces at start; keep the binary log off as the
+		// MariaDB servers have it by default.
+		settings = []string{
+			"--innodb-buffer-pool-size=32M",
+			"--innodb-redo-log-capacity=16M",
+			"--innodb-buffer-pool-dump-at-shutdown=OFF",
+			"--innodb-buffer-pool-load-at-startup=OFF",
+			"--skip-log-bin",
+		}
+	}
+	var env []corev1.EnvVar
+	if h.Server.Root != "" {
+		// The image's entrypoint refuses an empty data directory without a root password or
+		// this; the harness logs in as root over the socket.
+		env = []corev1.EnvVar{{Name: "MYSQL_ALLOW_EMPTY_PASSWORD", Value: "1"}}
+	}
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Spec: appsv1.StatefulSetSpec{
@@ -61,14 +149,10 @@ func statefulSet(h *mariadb.Host, name string, args ...string) *appsv1.StatefulS
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name:  "mariadb",
-					Image: fmt.Sprintf("mariadb:%d.%d", v.Major, v.Minor),
-					Args: append([]string{
-						"--innodb-buffer-pool-size=32M",
-						"--innodb-log-file-size=16M",
-						"--innodb-buffer-pool-dump-at-shutdown=OFF",
-						"--innodb-buffer-pool-load-at-startup=OFF",
-					}, args...),
+					Name:  "db",
+					Image: h.Server.Image,
+					Args:  append(settings, args...),
+					Env:   env,
 					Resources: corev1.ResourceRequirements{
 						Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
 					},

@@ -19,7 +19,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/dbtune/scratch-operator/api/paths"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 	dbmysql "github.com/dbtune/scratch-operator/controllers/mysql"
@@ -28,7 +27,7 @@ import (
 // Bounds on a pod's start and stop. A start includes initializing a data directory; a stop is a
 // clean InnoDB shutdown of a small server.
 const (
-	startTimeout = 2 * time.Minute
+	startTimeout = 4 * time.Minute
 	stopTimeout  = 2 * time.Minute
 )
 
@@ -128,21 +127,22 @@ func (p *Pod) findDatabase() (dbmysql.Profile, error) {
 			return profile, nil
 		}
 	}
-	return dbmysql.Profile{}, errors.New("the pod template has no MariaDB container")
+	return dbmysql.Profile{}, errors.New("the pod template has no MySQL or MariaDB container")
 }
 
-// standsInFor checks that this machine's server can run in place of the profile's image.
+// standsInFor checks that the host's server can run in place of the profile's image: the same
+// flavor and major.minor version, since option names depend on both.
 func (s *Server) standsInFor(p dbmysql.Profile) error {
 	v, have := p.Version, s.Version
-	if p.Flavor == v1alpha1.FlavorMariaDB && !v.Latest && v.MinorGiven && v.Major == have.Major && v.Minor == have.Minor {
+	if p.Flavor == s.Flavor && !v.Latest && v.MinorGiven && v.Major == have.Major && v.Minor == have.Minor {
 		return nil
 	}
 	image := fmt.Sprintf("%s %d.%d", p.Flavor, v.Major, v.Minor)
 	if v.Latest {
 		image = fmt.Sprintf("the newest %s", p.Flavor)
 	}
-	return fmt.Errorf("its image runs %s, but this machine's MariaDB %d.%d.%d stands in for the image: use mariadb:%d.%d",
-		image, have.Major, have.Minor, have.Patch, have.Major, have.Minor)
+	return fmt.Errorf("its image runs %s, but %s %d.%d.%d stands in for the image on this host: use %s",
+		image, s.Flavor, have.Major, have.Minor, have.Patch, s.Image)
 }
 
 // DatabaseContainer returns the database container of Template, to change before Start.
@@ -172,6 +172,10 @@ func (p *Pod) Start(ctx context.Context) error {
 	if err := p.startSandbox(run); err != nil {
 		return fmt.Errorf("failed to start pod %s: %w", p.Name, errors.Join(err, p.removeCgroup()))
 	}
+	if err := p.linkSocket(); err != nil {
+		p.kill()
+		return fmt.Errorf("failed to start pod %s: %w", p.Name, err)
+	}
 	db, err := p.waitReady(ctx)
 	if err != nil {
 		err = fmt.Errorf("pod %s did not become ready: %w%s", p.Name, err, p.diagnostics())
@@ -197,17 +201,13 @@ func (p *Pod) prepare(dir string) (*podRun, error) {
 	if err := os.WriteFile(filepath.Join(dir, "sandbox.json"), raw, 0o600); err != nil {
 		return nil, err
 	}
-	run := &podRun{dir: dir, spec: spec, db: db}
-	if err := p.linkSocket(run); err != nil {
-		return nil, err
-	}
-	return run, nil
+	return &podRun{dir: dir, spec: spec, db: db}, nil
 }
 
-// linkSocket gives the server's socket directory a short name: a unix socket's path must fit in
-// 108 bytes, and connecting follows symbolic links.
-func (p *Pod) linkSocket(run *podRun) error {
-	sockDir, err := run.hostPath(path.Dir(p.socket))
+// linkSocket gives the server's socket directory, as the running sandbox sees it, a short name: a
+// unix socket's path must fit in 108 bytes, and connecting follows symbolic links.
+func (p *Pod) linkSocket() error {
+	sockDir, err := p.Path(path.Dir(p.socket))
 	if err != nil {
 		return err
 	}
@@ -433,32 +433,6 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// hostPath maps a path in the database container to this machine without going through the sandbox:
-// into the volume mounted deepest above it, or into the container's writable layer. Paths on a tmpfs
-// have no such mapping.
-func (r *podRun) hostPath(containerPath string) (string, error) {
-	var best *bindSpec
-	for i := range r.db.Binds {
-		b := &r.db.Binds[i]
-		if paths.Within(containerPath, b.Target) && (best == nil || len(b.Target) > len(best.Target)) {
-			best = b
-		}
-	}
-	if best == nil {
-		return filepath.Join(r.db.Rootfs, containerPath), nil
-	}
-	for _, fs := range r.spec.Tmpfs {
-		if paths.Within(best.Source, fs.Path) {
-			return "", fmt.Errorf("%s is on a tmpfs volume, which is visible only inside the pod", containerPath)
-		}
-	}
-	rel, err := filepath.Rel(best.Target, containerPath)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(best.Source, rel), nil
 }
 
 // makeCgroup gives this run's database container a memory cgroup limited to its limits.memory, as

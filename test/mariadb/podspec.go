@@ -60,17 +60,26 @@ func (p *Pod) initContainer(dir string, c *corev1.Container, vols map[string]vol
 		return cs, fmt.Errorf("init container %s has no command: the harness cannot know its image's entrypoint", c.Name)
 	}
 	if !path.IsAbs(argv[0]) {
-		if argv[0], err = lookPath(argv[0]); err != nil {
+		if argv[0], err = lookPath(p.host.Server.root(), argv[0]); err != nil {
 			return cs, fmt.Errorf("init container %s: %w", c.Name, err)
 		}
 	}
-	env, err := baseEnv(c)
+	env, err := p.env(c)
 	if err != nil {
 		return cs, err
 	}
 	uid, gid := p.runAs(c)
 	cs.Processes = []processSpec{{Argv: argv, Env: env, UID: uid, GID: gid, Groups: p.fsGroups()}}
 	return cs, nil
+}
+
+// env is the environment a container's processes start with: the image's, then the container's.
+func (p *Pod) env(c *corev1.Container) ([]string, error) {
+	env, err := baseEnv(c)
+	if err != nil || p.host.Server.Root == "" {
+		return env, err
+	}
+	return append(append([]string{}, p.host.Server.env...), env[1:]...), nil
 }
 
 // databaseContainer runs the stand-in entrypoint, then mariadbd with the container's arguments as
@@ -81,12 +90,17 @@ func (p *Pod) databaseContainer(dir string, c *corev1.Container, vols map[string
 	if err != nil {
 		return cs, err
 	}
-	env, err := baseEnv(c)
+	env, err := p.env(c)
 	if err != nil {
 		return cs, err
 	}
 	s := p.host.Server
 	uid, gid := p.runAs(c)
+	if s.Root != "" && !p.bitnami {
+		// The image's own entrypoint initializes the data directory and drops to its user.
+		cs.Processes = []processSpec{{Argv: s.command(c), Env: env, UID: uid, GID: gid, Groups: p.fsGroups()}}
+		return cs, nil
+	}
 	if p.bitnami {
 		if uid == 0 {
 			uid, gid = s.UID, s.GID
@@ -142,18 +156,22 @@ func (p *Pod) runAs(c *corev1.Container) (uid, gid uint32) {
 	return uid, gid
 }
 
-// container gives c its root directory, its stand-in image's /etc/mysql and its volume mounts.
+// container gives c its root directory (the image's, or this machine's with the stand-in image's
+// /etc/mysql) and its volume mounts.
 func (p *Pod) container(dir string, c *corev1.Container, vols map[string]volume) (containerSpec, error) {
 	base := filepath.Join(dir, "containers", c.Name)
-	image := filepath.Join(base, "image", "etc-mysql")
-	if err := writeImage(image, p.DataDir); err != nil {
-		return containerSpec{}, err
-	}
 	cs := containerSpec{
 		Name:   c.Name,
 		Rootfs: filepath.Join(base, "rootfs"),
+		Image:  p.host.Server.Root,
 		Log:    filepath.Join(dir, "logs", c.Name+".log"),
-		Binds:  []bindSpec{{Source: image, Target: imageConfigDir}},
+	}
+	if cs.Image == "" {
+		image := filepath.Join(base, "image", "etc-mysql")
+		if err := writeImage(image, p.DataDir); err != nil {
+			return containerSpec{}, err
+		}
+		cs.Binds = []bindSpec{{Source: image, Target: imageConfigDir}}
 	}
 	for _, m := range c.VolumeMounts {
 		b, err := mountSource(c.Name, m, vols)

@@ -35,8 +35,11 @@ type tmpfsSpec struct {
 
 type containerSpec struct {
 	Name string `json:"name"`
-	// Rootfs is the container's root directory, its writable layer.
+	// Rootfs is the container's root directory: its writable layer over this machine's system
+	// directories, or, with Image set, an overlay of its writable layer (Rootfs.upper) on Image.
 	Rootfs string `json:"rootfs"`
+	// Image, when set, is the image's unpacked file system.
+	Image string `json:"image,omitempty"`
 	// Binds are mounted in order onto paths inside Rootfs.
 	Binds     []bindSpec    `json:"binds"`
 	Processes []processSpec `json:"processes"`
@@ -191,14 +194,12 @@ func buildRootfs(c containerSpec) error {
 	if err := os.MkdirAll(c.Rootfs, 0o755); err != nil {
 		return err
 	}
-	entries, err := os.ReadDir("/")
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if err := addSystemEntry(c.Rootfs, e); err != nil {
+	if c.Image != "" {
+		if err := mountImage(c); err != nil {
 			return err
 		}
+	} else if err := bindSystemDirs(c.Rootfs); err != nil {
+		return err
 	}
 	tmp := filepath.Join(c.Rootfs, "tmp")
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
@@ -207,8 +208,9 @@ func buildRootfs(c containerSpec) error {
 	if err := os.Chmod(tmp, 0o777|os.ModeSticky); err != nil {
 		return err
 	}
-	// mariadbd reads /etc/my.cnf before /etc/mysql/my.cnf; the image has none, whatever the machine has.
-	if _, err := os.Stat("/etc/my.cnf"); err == nil {
+	// mariadbd reads /etc/my.cnf before /etc/mysql/my.cnf; the stand-in image has none, whatever
+	// the machine has.
+	if _, err := os.Stat("/etc/my.cnf"); err == nil && c.Image == "" {
 		if err := bindMount("/dev/null", filepath.Join(c.Rootfs, "etc", "my.cnf"), true, false); err != nil {
 			return err
 		}
@@ -219,6 +221,49 @@ func buildRootfs(c containerSpec) error {
 		if err := bind(c.Rootfs, b); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// bindSystemDirs gives rootfs this machine's system directories, read-only, /dev, /sys and a fresh
+// /proc: the stand-in image of this machine's packages.
+func bindSystemDirs(rootfs string) error {
+	entries, err := os.ReadDir("/")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := addSystemEntry(rootfs, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mountImage makes the container's root an overlay of a writable layer on the image's file
+// system, as a runtime's overlayfs snapshotter does, with /dev, /sys and a fresh /proc.
+func mountImage(c containerSpec) error {
+	upper, work := c.Rootfs+".upper", c.Rootfs+".work"
+	for _, d := range []string{upper, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", c.Image, upper, work)
+	if err := unix.Mount("overlay", c.Rootfs, "overlay", 0, opts); err != nil {
+		return fmt.Errorf("failed to mount the image's file system (overlay %s) at %s: %w", opts, c.Rootfs, err)
+	}
+	for _, name := range []string{"dev", "sys"} {
+		if err := bindMount("/"+name, filepath.Join(c.Rootfs, name), name == "sys", name == "dev"); err != nil {
+			return err
+		}
+	}
+	target := filepath.Join(c.Rootfs, "proc")
+	if err := os.MkdirAll(target, 0o555); err != nil {
+		return err
+	}
+	if err := unix.Mount("proc", target, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("failed to mount proc at %s: %w", target, err)
 	}
 	return nil
 }

@@ -3,10 +3,11 @@ package mariadb_test
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,8 +16,10 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"golang.org/x/sys/unix"
 
+	"github.com/dbtune/scratch-operator/api/paths"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/test/mariadb"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // Session settings that push a GROUP BY … ORDER BY into an on-disk internal temporary table and a
@@ -27,124 +30,209 @@ const spillToDisk = "SET SESSION tmp_table_size = 1024, max_heap_table_size = 16
 // filesort".
 const spillQuery = "SELECT payload, COUNT(*) AS c FROM app.rows GROUP BY payload ORDER BY c DESC, payload"
 
+// sortQuery needs a filesort and no temporary table: "Using filesort".
+const sortQuery = "SELECT payload FROM app.rows ORDER BY payload DESC"
+
+// seq is a derived table of the integers 1 to n in its column seq, built from digits so that it
+// reads the same on every server (MariaDB's Sequence engine and MySQL's recursive common table
+// expressions each need settings of their own).
+func seq(n int) string {
+	digits := "(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 " +
+		"UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
+	var from, sum []string
+	for i, place := 0, 1; place < n; i, place = i+1, place*10 {
+		from = append(from, fmt.Sprintf("%s AS d%d", digits, i))
+		sum = append(sum, fmt.Sprintf("d%d.d * %d", i, place))
+	}
+	if len(from) == 0 {
+		return "(SELECT 1 AS seq) AS s"
+	}
+	return fmt.Sprintf("(SELECT 1 + %s AS seq FROM %s HAVING seq <= %d) AS s",
+		strings.Join(sum, " + "), strings.Join(from, " CROSS JOIN "), n)
+}
+
+// text is an SQL expression of about 8*repeat+10 characters that differs for every value of the
+// integer expression n, in functions every server has: MySQL 9.7 as Debian builds it has no MD5(),
+// SHA1() or SHA2().
+func text(n string, repeat int) string {
+	return fmt.Sprintf("CONCAT(LPAD(%s, 10, '0'), REPEAT(LPAD(HEX(CRC32(%s)), 8, '0'), %d))", n, n, repeat)
+}
+
 // fillRows creates app.rows with n rows of about 200 bytes each.
 func fillRows(t *testing.T, db *sql.DB, n int) {
 	t.Helper()
 	mustExec(t, db,
 		"CREATE DATABASE IF NOT EXISTS app",
 		"CREATE TABLE app.rows (id INT AUTO_INCREMENT PRIMARY KEY, payload VARCHAR(200)) ENGINE=InnoDB",
-		"INSERT INTO app.rows (payload) SELECT REPEAT(MD5(seq), 6) FROM app.seq_1_to_"+strconv.Itoa(n))
+		"INSERT INTO app.rows (payload) SELECT "+text("seq", 23)+" FROM "+seq(n))
 }
 
-// TestTemporaryFilesOnTmpfs runs a query that needs an on-disk temporary table and a merging
-// filesort, and watches the tmpfs fill while it runs. mysqld unlinks its temporary files as soon as
-// it creates them, so the directory looks empty: only the filesystem's usage shows them.
+// TestTemporaryFilesOnTmpfs runs, on each server, a query that needs an on-disk temporary table and
+// a merging filesort, and watches the tmpfs fill while it runs. The server unlinks its temporary
+// files as soon as it creates them, so the directory looks empty: only the filesystem's usage shows
+// them. On MySQL the on-disk temporary table is InnoDB, in the session's temporary tablespace on
+// the RAM volume, which keeps its grown size until the session ends.
 func TestTemporaryFilesOnTmpfs(t *testing.T) {
 	t.Parallel()
-	h := newHost(t)
-	sts := statefulSet(h, "tmpfiles", "--skip-networking")
-	pod := startPod(t, h, sts, scratchVolume(sts.Name, "256Mi", v1alpha1.InjectionConfigFile, v1alpha1.InnoDBTmpdirDisk))
-	fillRows(t, pod.DB(), 100000)
+	forEachServer(t, func(t *testing.T, h *mariadb.Host) {
+		sts := statefulSet(h, "tmpfiles", "--skip-networking")
+		pod := startPod(t, h, sts, scratchVolume(sts.Name, "256Mi", v1alpha1.InjectionConfigFile, v1alpha1.InnoDBTmpdirDisk))
+		fillRows(t, pod.DB(), 100000)
 
-	conn, err := pod.DB().Conn(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close() }()
-	mustExec(t, conn, spillToDisk)
-	before := sessionStatus(t, conn)
-	tmpdir := pod.Plans[0].Layout.TmpDir
-	baseline := tmpfsUsed(t, pod, tmpdir)
-
-	watch := watchUsage(t, pod, tmpdir)
-	rows := countRows(t, conn, spillQuery)
-	peak, listed := watch()
-	after := sessionStatus(t, conn)
-
-	if rows != 100000 {
-		t.Errorf("the query returned %d groups, want 100000", rows)
-	}
-	for _, v := range []string{"Created_tmp_disk_tables", "Sort_merge_passes"} {
-		if after[v] <= before[v] {
-			t.Errorf("%s stayed at %d: the query did not spill to disk as the test intends", v, after[v])
+		conn, err := pod.DB().Conn(ctx(t))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	const minGrowth = 8 << 20
-	if peak-baseline < minGrowth {
-		t.Errorf("the tmpfs grew by %d bytes at most while the query ran, want at least %d", peak-baseline, minGrowth)
-	}
-	if used := tmpfsUsed(t, pod, tmpdir); used > baseline {
-		t.Errorf("the tmpfs still holds %d bytes more than before the query", used-baseline)
-	}
-	t.Logf("The tmpfs grew by up to %.1f MiB during the query (%d on-disk temporary tables, %d merge passes); its directory listed at most %d entries meanwhile.",
-		float64(peak-baseline)/(1<<20), after["Created_tmp_disk_tables"]-before["Created_tmp_disk_tables"],
-		after["Sort_merge_passes"]-before["Sort_merge_passes"], listed)
+		defer endSession(conn)
+		mustExec(t, conn, spillToDisk)
+		before := sessionStatus(t, conn)
+		tmpdir := pod.Plans[0].Layout.TmpDir
+		baseline := tmpfsUsed(t, pod, tmpdir)
+
+		watch := watchUsage(t, pod, tmpdir)
+		rows := countRows(t, conn, spillQuery)
+		peak, listed := watch()
+		after := sessionStatus(t, conn)
+
+		if rows != 100000 {
+			t.Errorf("the query returned %d groups, want 100000", rows)
+		}
+		if after["Sort_merge_passes"] <= before["Sort_merge_passes"] {
+			t.Errorf("Sort_merge_passes stayed at %d: the sort did not merge through temporary files as the test intends", after["Sort_merge_passes"])
+		}
+		const minGrowth = 8 << 20
+		if peak-baseline < minGrowth {
+			t.Errorf("the tmpfs grew by %d bytes at most while the query ran, want at least %d", peak-baseline, minGrowth)
+		}
+		held := tmpfsUsed(t, pod, tmpdir) - baseline
+		var table string
+		if isMySQL(h) {
+			// MySQL does not count a TempTable table that outgrew tmp_table_size into InnoDB
+			// in Created_tmp_disk_tables; its session temporary tablespace shows it.
+			path, size := sessionTablespace(t, conn)
+			if !paths.Within(path, tmpdir) || size < minGrowth/2 {
+				t.Errorf("the session temporary tablespace is %s, %d bytes, after the query; want it on the RAM volume %s and grown by the on-disk table", path, size, tmpdir)
+			}
+			table = fmt.Sprintf("session temporary tablespace %s grown to %.1f MiB", path, float64(size)/(1<<20))
+			// It keeps the table's pages until the session ends; then the server truncates it.
+			if held < minGrowth/2 {
+				t.Errorf("the tmpfs holds only %d bytes more after the query while its session is open; MySQL keeps a session temporary tablespace's size until the session ends", held)
+			}
+			endSession(conn)
+			testenv.Eventually(t, time.Minute, func() string {
+				if left := tmpfsUsed(t, pod, tmpdir) - baseline; left > 1<<20 {
+					return fmt.Sprintf("the tmpfs still holds %d bytes more than before the query after its session ended", left)
+				}
+				return ""
+			})
+		} else {
+			if after["Created_tmp_disk_tables"] <= before["Created_tmp_disk_tables"] {
+				t.Errorf("Created_tmp_disk_tables stayed at %d: the query did not spill to disk as the test intends", after["Created_tmp_disk_tables"])
+			}
+			table = fmt.Sprintf("%d on-disk temporary tables", after["Created_tmp_disk_tables"]-before["Created_tmp_disk_tables"])
+			if held > 0 {
+				t.Errorf("the tmpfs still holds %d bytes more than before the query", held)
+			}
+		}
+		t.Logf("The tmpfs grew by up to %.1f MiB during the query (%s, %d merge passes) and held %.1f MiB after it while the session was open; its directory listed at most %d entries meanwhile.",
+			float64(peak-baseline)/(1<<20), table, after["Sort_merge_passes"]-before["Sort_merge_passes"], float64(held)/(1<<20), listed)
+	})
 }
 
-// TestFullTmpfs fills the tmpfs with a query's temporary files: the client gets a clear error, the
-// server stays up, the space comes back, and committed InnoDB data is intact, also after a restart.
+// sessionTablespace is the path and size of the session temporary tablespace of conn's session.
+func sessionTablespace(t *testing.T, conn *sql.Conn) (string, int64) {
+	t.Helper()
+	var path string
+	var size int64
+	err := conn.QueryRowContext(ctx(t), "SELECT PATH, SIZE FROM INFORMATION_SCHEMA.INNODB_SESSION_TEMP_TABLESPACES WHERE ID = CONNECTION_ID()").Scan(&path, &size)
+	if err != nil {
+		t.Fatalf("the session's temporary tablespace: %v", err)
+	}
+	return path, size
+}
+
+// endSession closes conn's session on the server: a *sql.Conn that is merely closed goes back to
+// the pool and its session lives on, with its temporary tablespace.
+func endSession(conn *sql.Conn) {
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = conn.Close()
+}
+
+// TestFullTmpfs fills the tmpfs with a query's temporary data on each server: the client gets a
+// clear error, the server stays up, the space comes back (on MySQL once the session that grew its
+// temporary tablespace ends), and committed InnoDB data is intact, also after a restart.
 func TestFullTmpfs(t *testing.T) {
 	t.Parallel()
-	h := newHost(t)
-	sts := statefulSet(h, "fulltmp", "--skip-networking")
-	pod := startPod(t, h, sts, scratchVolume(sts.Name, "16Mi", v1alpha1.InjectionConfigFile, v1alpha1.InnoDBTmpdirDisk))
-	db := pod.DB()
-	fillRows(t, db, 100000)
-	mustExec(t, db,
-		"CREATE TABLE app.kept (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB",
-		"INSERT INTO app.kept SELECT seq, MD5(seq) FROM app.seq_1_to_10000")
-	want := checksumKept(t, db)
-	tmpdir := pod.Plans[0].Layout.TmpDir
-	baseline := tmpfsUsed(t, pod, tmpdir)
+	forEachServer(t, func(t *testing.T, h *mariadb.Host) {
+		sts := statefulSet(h, "fulltmp", "--skip-networking")
+		pod := startPod(t, h, sts, scratchVolume(sts.Name, "16Mi", v1alpha1.InjectionConfigFile, v1alpha1.InnoDBTmpdirDisk))
+		db := pod.DB()
+		fillRows(t, db, 100000)
+		mustExec(t, db,
+			"CREATE TABLE app.kept (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB",
+			"INSERT INTO app.kept SELECT seq, "+text("seq", 4)+" FROM "+seq(10000))
+		want := checksumKept(t, db)
+		tmpdir := pod.Plans[0].Layout.TmpDir
+		baseline := tmpfsUsed(t, pod, tmpdir)
 
-	conn, err := db.Conn(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustExec(t, conn, spillToDisk)
-	_, err = queryAll(ctx(t), conn, spillQuery)
-	_ = conn.Close()
-	var myErr *mysql.MySQLError
-	if !errors.As(err, &myErr) {
-		t.Fatalf("the query on a full tmpfs returned %v, want a MySQL error", err)
-	}
-	if !fullError(myErr, tmpdir) {
-		t.Errorf("the query on a full tmpfs failed with error %d %q, which does not say that %s is full", myErr.Number, myErr.Message, tmpdir)
-	}
-	t.Logf("A query filling the tmpfs failed with: Error %d (%s): %s", myErr.Number, myErr.SQLState, myErr.Message)
+		conn, err := db.Conn(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// On MySQL the sort alone: an on-disk internal temporary table that fills the volume
+		// stops the server (TestFullSessionTablespaceStopsMySQL).
+		query := spillQuery
+		if isMySQL(h) {
+			query = sortQuery
+		}
+		mustExec(t, conn, spillToDisk)
+		_, err = queryAll(ctx(t), conn, query)
+		endSession(conn)
+		var myErr *mysql.MySQLError
+		if !errors.As(err, &myErr) {
+			t.Fatalf("the query on a full tmpfs returned %v, want a MySQL error", err)
+		}
+		if !fullError(myErr, tmpdir) {
+			t.Errorf("the query on a full tmpfs failed with error %d %q, which does not say that %s is full", myErr.Number, myErr.Message, tmpdir)
+		}
+		t.Logf("A query filling the tmpfs failed with: Error %d (%s): %s", myErr.Number, myErr.SQLState, myErr.Message)
 
-	if !pod.Running() {
-		t.Fatalf("the server stopped after the tmpfs filled up:%s", tail(pod.Log("mariadb"), 20))
-	}
-	if used := tmpfsUsed(t, pod, tmpdir); used > baseline {
-		t.Errorf("the failed query left %d bytes on the tmpfs", used-baseline)
-	}
-	if got := checksumKept(t, db); got != want {
-		t.Errorf("committed data changed after the tmpfs filled up: %s, want %s", got, want)
-	}
-	mustExec(t, db, "INSERT INTO app.kept VALUES (10001, 'written after the tmpfs was full')")
+		if !pod.Running() {
+			t.Fatalf("the server stopped after the tmpfs filled up:%s", tail(pod.Log(pod.Container), 20))
+		}
+		testenv.Eventually(t, time.Minute, func() string {
+			if used := tmpfsUsed(t, pod, tmpdir); used > baseline {
+				return fmt.Sprintf("the failed query left %d bytes on the tmpfs after its session ended", used-baseline)
+			}
+			return ""
+		})
+		if got := checksumKept(t, db); got != want {
+			t.Errorf("committed data changed after the tmpfs filled up: %s, want %s", got, want)
+		}
+		mustExec(t, db, "INSERT INTO app.kept VALUES (10001, 'written after the tmpfs was full')")
 
-	// A restart mounts an empty tmpfs and keeps the claim: files there show which is which.
-	marker, err := pod.Path(filepath.Join(tmpdir, "marker"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(marker, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	want = checksumKept(t, db)
-	if err := pod.Restart(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
-	if got := checksumKept(t, pod.DB()); got != want {
-		t.Errorf("committed data changed across the restart: %s, want %s", got, want)
-	}
-	if check := queryMaps(t, pod.DB(), "CHECK TABLE app.kept"); len(check) == 0 || check[len(check)-1]["Msg_text"] != "OK" {
-		t.Errorf("CHECK TABLE app.kept after the restart: %v", check)
-	}
-	if _, err := os.Stat(mustPath(t, pod, filepath.Join(tmpdir, "marker"))); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a file on the tmpfs survived the pod restart (%v): the harness did not mount a fresh one", err)
-	}
+		// A restart mounts an empty tmpfs and keeps the claim: files there show which is which.
+		marker, err := pod.Path(filepath.Join(tmpdir, "marker"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(marker, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want = checksumKept(t, db)
+		if err := pod.Restart(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+		if got := checksumKept(t, pod.DB()); got != want {
+			t.Errorf("committed data changed across the restart: %s, want %s", got, want)
+		}
+		if check := queryMaps(t, pod.DB(), "CHECK TABLE app.kept"); len(check) == 0 || check[len(check)-1]["Msg_text"] != "OK" {
+			t.Errorf("CHECK TABLE app.kept after the restart: %v", check)
+		}
+		if _, err := os.Stat(mustPath(t, pod, filepath.Join(tmpdir, "marker"))); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a file on the tmpfs survived the pod restart (%v): the harness did not mount a fresh one", err)
+		}
+	})
 }
 
 // fullError reports whether err is the server saying that a temporary file or table in tmpdir ran

@@ -38,7 +38,7 @@ const (
 	localPVName  = "realnode-mariadb"
 )
 
-// TestMariaDBInjectedOnRealNode runs MariaDB (Debian's packages, hack/images -mariadb) as a
+// TestMariaDBInjectedOnRealNode runs MariaDB (Debian's packages, hack/images -database mariadb) as a
 // StatefulSet on the real node, on a local PersistentVolume, then applies what the controller would
 // (inject.NewPlan and inject.Inject, and the drop-in ConfigMap of ensureConfigMap) without the
 // manager, and checks inside the rolled container that tmpdir is a tmpfs of the size the kubelet

@@ -32,7 +32,7 @@ func BuildPauseImage(ctx context.Context, repoRoot, busybox, outDir string) (str
 }
 
 // MariaDBImage is the image BuildMariaDBImage builds: MariaDB from the machine's Debian archive with
-// the project's start script (hack/images -mariadb).
+// the project's start script (hack/images -database mariadb).
 const MariaDBImage = "localhost/dbtune/mariadb:10.11-debian"
 
 // BuildMariaDBImage builds MariaDBImage into outDir/mariadb.tar with hack/images and returns the
@@ -46,7 +46,7 @@ func BuildMariaDBImage(ctx context.Context, repoRoot, outDir string) (string, er
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, "go", "-C", filepath.Join(repoRoot, "hack", "images"), "run", ".", "-mariadb", "-out", out)
+	cmd := exec.CommandContext(ctx, "go", "-C", filepath.Join(repoRoot, "hack", "images"), "run", ".", "-database", "mariadb", "-out", out)
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if output, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("failed to build the MariaDB image: %w\n%s", err, output)
