@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -120,7 +122,7 @@ type checker struct {
 	e        *testenv.Env
 	ns       string
 	fixtures []fixture
-	printer  string
+	printers []printer
 
 	read map[string]readBack // my_print_defaults output by drop-in content
 	// stored caches checkStored by fixture, plan hash and spec (without its target, which planning
@@ -129,10 +131,40 @@ type checker struct {
 	stats  stats
 }
 
-// readBack is what my_print_defaults prints for each group of one drop-in file.
+// readBack is what each server's my_print_defaults prints for each group of one drop-in file.
 type readBack struct {
-	groups map[string][]option
+	groups map[string]map[string][]option // by printer, then group
 	err    error
+}
+
+// printer is one server's option-file parser: MariaDB's my_print_defaults from this machine's
+// packages, and MySQL's from the MySQL test image, which parses option files with its own code.
+type printer struct {
+	name string
+	argv []string
+}
+
+// mysqlPrinter runs the MySQL image's my_print_defaults with the image's own loader and libraries
+// (they are newer than this machine's), reading files of this machine.
+func mysqlPrinter(root string) (printer, error) {
+	triplet, loader := "x86_64-linux-gnu", "ld-linux-x86-64.so.2"
+	if runtime.GOARCH == "arm64" {
+		triplet, loader = "aarch64-linux-gnu", "ld-linux-aarch64.so.1"
+	}
+	p := printer{name: "MySQL", argv: []string{
+		filepath.Join(root, "usr", "lib", triplet, loader),
+		"--library-path", filepath.Join(root, "usr", "lib", triplet),
+		filepath.Join(root, "usr", "bin", "my_print_defaults"),
+	}}
+	out, err := exec.Command(p.argv[0], append(p.argv[1:], "--version")...).CombinedOutput()
+	if err != nil {
+		return printer{}, fmt.Errorf("MySQL's my_print_defaults in %s does not run: %w: %s", root, err, out)
+	}
+	// "…/my_print_defaults  Ver 9.7.4-2 for Linux on x86_64 ((Debian))"
+	if _, after, ok := strings.Cut(string(out), " Ver "); ok {
+		p.name = "MySQL " + strings.Fields(after)[0]
+	}
+	return p, nil
 }
 
 type option struct{ name, value string }
@@ -145,11 +177,25 @@ var groups = []string{"mysqld", "sst", "xtrabackup"}
 func newChecker(t testing.TB) *checker {
 	t.Helper()
 	e := requireEnv(t)
-	printer, err := exec.LookPath("my_print_defaults")
+	mariadbPrinter, err := exec.LookPath("my_print_defaults")
 	if err != nil {
 		testenv.SkipOrFail(t, "my_print_defaults not found (%v): install mariadb-client, whose option-file parser checks the drop-ins", err)
 	}
-	c := &checker{e: e, ns: e.Namespace(t), printer: printer, read: map[string]readBack{}, stored: map[string][]string{}}
+	printers := []printer{{name: "MariaDB", argv: []string{mariadbPrinter}}}
+	root, err := testenv.DatabaseImageRoot("mysql-sid")
+	if err == nil {
+		var p printer
+		if p, err = mysqlPrinter(root); err == nil {
+			printers = append(printers, p)
+		}
+	}
+	if err != nil {
+		testenv.SkipOrFail(t, "MySQL's option-file parser is missing, so the drop-ins are read by MariaDB's alone: %v", err)
+	}
+	for _, p := range printers {
+		t.Logf("drop-ins are read back by %s's option-file parser (%s)", p.name, p.argv[len(p.argv)-1])
+	}
+	c := &checker{e: e, ns: e.Namespace(t), printers: printers, read: map[string]readBack{}, stored: map[string][]string{}}
 	c.fixtures = fixtures(c.ns)
 	// Each fixture must itself be valid, or every injection into it would fail for the wrong reason.
 	for _, fx := range c.fixtures {
@@ -696,17 +742,20 @@ func (c *checker) checkDelivery(p *inject.Plan, want intent) []string {
 		fail("my_print_defaults cannot read the drop-in: %v\n%s", rb.err, p.ConfigData)
 		return failures
 	}
-	if got := normalized(rb.groups["mysqld"]); !slices.Equal(got, normalized(want.options)) {
-		fail("my_print_defaults reads the [mysqld] group of the drop-in as\n  %v\nthe spec asks for\n  %v\ndrop-in:\n%s",
-			rb.groups["mysqld"], want.options, p.ConfigData)
-	}
-	for _, g := range []string{"sst", "xtrabackup"} {
-		var wantSST []option
-		if want.sst != "" {
-			wantSST = []option{{"tmpdir", want.sst}}
+	for _, pr := range c.printers {
+		read := rb.groups[pr.name]
+		if got := normalized(read["mysqld"]); !slices.Equal(got, normalized(want.options)) {
+			fail("%s's my_print_defaults reads the [mysqld] group of the drop-in as\n  %v\nthe spec asks for\n  %v\ndrop-in:\n%s",
+				pr.name, read["mysqld"], want.options, p.ConfigData)
 		}
-		if got := rb.groups[g]; !slices.Equal(normalized(got), normalized(wantSST)) {
-			fail("my_print_defaults reads the [%s] group of the drop-in as %v, want %v\ndrop-in:\n%s", g, got, wantSST, p.ConfigData)
+		for _, g := range []string{"sst", "xtrabackup"} {
+			var wantSST []option
+			if want.sst != "" {
+				wantSST = []option{{"tmpdir", want.sst}}
+			}
+			if got := read[g]; !slices.Equal(normalized(got), normalized(wantSST)) {
+				fail("%s's my_print_defaults reads the [%s] group of the drop-in as %v, want %v\ndrop-in:\n%s", pr.name, g, got, wantSST, p.ConfigData)
+			}
 		}
 	}
 	return failures
@@ -744,29 +793,33 @@ func (c *checker) printDefaults(data string) readBack {
 	if err := f.Close(); err != nil {
 		return readBack{err: err}
 	}
-	rb := readBack{groups: map[string][]option{}}
-	for _, g := range groups {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		cmd := exec.CommandContext(ctx, c.printer, "--defaults-file="+f.Name(), g)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		cancel()
-		if err == nil && stderr.Len() > 0 {
-			err = errors.New("it wrote to stderr")
-		}
-		if err != nil {
-			return readBack{err: fmt.Errorf("my_print_defaults --defaults-file=%s %s: %w: %s", f.Name(), g, err, stderr.String())}
-		}
-		for line := range strings.Lines(stdout.String()) {
-			line = strings.TrimSuffix(line, "\n")
-			rest, ok := strings.CutPrefix(line, "--")
-			if !ok {
-				return readBack{err: fmt.Errorf("my_print_defaults %s printed %q, not --name=value", g, line)}
+	rb := readBack{groups: map[string]map[string][]option{}}
+	for _, pr := range c.printers {
+		read := map[string][]option{}
+		for _, g := range groups {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			cmd := exec.CommandContext(ctx, pr.argv[0], append(pr.argv[1:], "--defaults-file="+f.Name(), g)...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			cancel()
+			if err == nil && stderr.Len() > 0 {
+				err = errors.New("it wrote to stderr")
 			}
-			name, value, _ := strings.Cut(rest, "=")
-			rb.groups[g] = append(rb.groups[g], option{name, value})
+			if err != nil {
+				return readBack{err: fmt.Errorf("%s's my_print_defaults --defaults-file=%s %s: %w: %s", pr.name, f.Name(), g, err, stderr.String())}
+			}
+			for line := range strings.Lines(stdout.String()) {
+				line = strings.TrimSuffix(line, "\n")
+				rest, ok := strings.CutPrefix(line, "--")
+				if !ok {
+					return readBack{err: fmt.Errorf("%s's my_print_defaults %s printed %q, not --name=value", pr.name, g, line)}
+				}
+				name, value, _ := strings.Cut(rest, "=")
+				read[g] = append(read[g], option{name, value})
+			}
 		}
+		rb.groups[pr.name] = read
 	}
 	return rb
 }

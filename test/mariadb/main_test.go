@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,10 +48,6 @@ func newHost(t *testing.T) *mariadb.Host {
 // MariaDB: their names under bin/images/root, unpacked by make images-databases.
 var serverImages = []string{"mariadb-sid", "mysql-sid"}
 
-// imagesDirEnv names a directory of unpacked database images to use instead of the repository's
-// bin/images/root.
-const imagesDirEnv = "DBTUNE_IMAGES_DIR"
-
 // forEachServer runs f as a parallel subtest per database server, each on a host of its own: this
 // machine's MariaDB packages (MariaDB 10.11 on Debian 12) and every database test image (MariaDB
 // 11.8 and MySQL 9.7 from Debian's development suite). A server that cannot run skips its subtest
@@ -72,16 +67,12 @@ func forEachServer(t *testing.T, f func(t *testing.T, h *mariadb.Host)) {
 		name = s.Name
 	}
 	all = append(all, candidate{name, s, err})
-	dir := os.Getenv(imagesDirEnv)
-	if dir == "" {
-		root, err := testenv.RepoRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, "bin", "images", "root")
-	}
 	for _, image := range serverImages {
-		s, err := mariadb.ImageServer(filepath.Join(dir, image))
+		root, err := testenv.DatabaseImageRoot(image)
+		var s *mariadb.Server
+		if err == nil {
+			s, err = mariadb.ImageServer(root)
+		}
 		name := image
 		if err == nil {
 			name = s.Name
