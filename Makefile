@@ -83,6 +83,8 @@ k8s-binaries-node: ## Build a real node's kubelet, containerd, containerd-shim-r
 .PHONY: test
 test: ## Run every test: unit, envtest against a real API server, the root-only ones and a real node's.
 	$(K8S_BINARIES) $(K8S_TEST_BINARIES) node
+	@if [ "$$(id -u)" -eq 0 ] && command -v mmdebstrap >/dev/null; then $(MAKE) images-databases; \
+	else echo "make test: not root or no mmdebstrap: the MariaDB 11.8 and MySQL 9.7 lanes skip (make images-databases)"; fi
 	KUBEBUILDER_ASSETS="$$($(K8S_BINARIES) --print-dir)" go test $(GOTEST_FLAGS) ./...
 	go test $(GOTEST_FLAGS) -tags realnode ./test/realnode/...
 

@@ -53,9 +53,9 @@ func TestInjectedConfiguration(t *testing.T) {
 			return
 		}
 		// Without ignore-db-dirs (an empty value clears the list the drop-in set) MariaDB 10.11
-		// lists the operator's directory as a database, #mysql50#.dbtune-scratch.sst; this is what
-		// makes the assertion above worth making there. MariaDB 11.8 (seen on 11.8.9) and MySQL 8.0
-		// and later list only directories whose names are database names.
+		// and 11.8 list the operator's directory as a database, #mysql50#.dbtune-scratch.sst; this
+		// is what makes the assertion above worth making. MySQL 8.0 and later list only
+		// directories that hold a schema.
 		t.Run("WithoutIgnoreDBDirs", func(t *testing.T) {
 			t.Parallel()
 			sts := statefulSet(h, "db-unhidden", "--skip-networking")
@@ -63,11 +63,7 @@ func TestInjectedConfiguration(t *testing.T) {
 			c := pod.DatabaseContainer()
 			c.Args = append(c.Args, "--ignore-db-dirs=")
 			start(t, pod)
-			want := systemDatabases
-			if !h.Server.Version.AtLeast(11, 8, 0) {
-				want = append([]string{"#mysql50#" + mysql.PersistentDirName}, systemDatabases...)
-			}
-			checkDatabases(t, pod, want)
+			checkDatabases(t, pod, append([]string{"#mysql50#" + mysql.PersistentDirName}, systemDatabases...))
 		})
 	})
 }

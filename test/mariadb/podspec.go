@@ -172,6 +172,12 @@ func (p *Pod) container(dir string, c *corev1.Container, vols map[string]volume)
 			return containerSpec{}, err
 		}
 		cs.Binds = []bindSpec{{Source: image, Target: imageConfigDir}}
+	} else {
+		hosts, err := writeHosts(base)
+		if err != nil {
+			return containerSpec{}, err
+		}
+		cs.Binds = []bindSpec{{Source: hosts, Target: "/etc/hosts"}}
 	}
 	for _, m := range c.VolumeMounts {
 		b, err := mountSource(c.Name, m, vols)
@@ -329,4 +335,20 @@ func (p *Pod) writeConfigMap(dir string, src *corev1.ConfigMapVolumeSource) erro
 		}
 	}
 	return nil
+}
+
+// writeHosts writes the /etc/hosts a kubelet gives every container, which an image does not carry:
+// localhost, and the host name the container sees (the sandbox shares this machine's), which
+// mariadb-install-db insists on resolving.
+func writeHosts(dir string) (string, error) {
+	name, err := os.Hostname()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "hosts")
+	content := fmt.Sprintf("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n", name)
+	return path, os.WriteFile(path, []byte(content), 0o644)
 }
