@@ -28,6 +28,8 @@ func TestMySQL84ReadyNamesEveryTemporaryLocation(t *testing.T) {
 	sts := mariadbStatefulSet(ns, "db")
 	db := &sts.Spec.Template.Spec.Containers[0]
 	db.Name, db.Image = "mysql", "mysql:8.4"
+	// MySQL's TempTable engine may hold 1GiB beside the buffer pool and the volume.
+	db.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("3Gi")
 	create(t, e, sts, scratchVolume(ns, "tmp", "db"))
 	settle(t, e, ns)
 	playRolledOut(t, e, ns, "db")

@@ -15,9 +15,10 @@ import (
 // of the container that writes them and stay charged across container restarts, so the scratch
 // volume competes with the database for the container's limit.
 //
-// Validate requires limit >= size + innodb_buffer_pool_size + temptable_max_ram (each when set in
-// args) + headroom; Reserve returns the size to add to the container's request and limit; Ignore
-// only says what it skipped.
+// Validate requires limit >= size + innodb_buffer_pool_size (when set in args) + temptable_max_ram
+// (as the args set it, or the server's default on MySQL and Percona 8.0 and later: a GROUP BY held
+// in TempTable memory is charged to the container as surely as the volume is) + headroom; Reserve
+// returns the size to add to the container's request and limit; Ignore only says what it skipped.
 //
 // What can land on the volume is counted in full, as spec.size: the kubelet caps the tmpfs at its
 // sizeLimit, and everything the server writes there — sort files, Aria/MyISAM temporary tables,
@@ -97,10 +98,27 @@ func memoryNeed(sv *v1alpha1.ScratchVolume, c *corev1.Container) (resource.Quant
 				q := *resource.NewQuantity(n, resource.BinarySI)
 				need.Add(q)
 				parts = append(parts, formatBytes(q)+" "+opt.name)
+			} else if opt.name == "temptable_max_ram" {
+				if def := defaultTempTableMaxRAM(sv, c); def > 0 {
+					q := *resource.NewQuantity(def, resource.BinarySI)
+					need.Add(q)
+					parts = append(parts, formatBytes(q)+" temptable_max_ram (the server's default)")
+				}
 			}
 		}
 	}
 	need.Add(headroom)
 	parts = append(parts, formatBytes(headroom)+" headroom")
 	return need, strings.Join(parts, " + "), nil
+}
+
+// defaultTempTableMaxRAM is the TempTable engine's default memory bound for the container's server,
+// or 0 when it has no such engine or its flavour and version cannot be told (planning refuses
+// those with a reason of their own).
+func defaultTempTableMaxRAM(sv *v1alpha1.ScratchVolume, c *corev1.Container) int64 {
+	p, err := mysql.Detect(c.Image, sv.Spec.MySQL)
+	if err != nil {
+		return 0
+	}
+	return p.DefaultTempTableMaxRAM
 }

@@ -59,52 +59,71 @@ func TestMemoryBudget(t *testing.T) {
 		sts  *appsv1.StatefulSet
 		want memoryResult
 	}{{
-		name: "limit covers size + buffer pool + headroom",
+		name: "limit covers size + buffer pool + TempTable's default + headroom",
 		sv:   scratchVolume(),
-		sts:  mysqlSTS(), // 4Gi limit, 1G buffer pool
-		want: covered("container db's 4Gi memory limit covers 1792Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 256Mi headroom)"),
+		sts:  mysqlSTS(), // 4Gi limit, 1G buffer pool, MySQL 8.0
+		want: covered("container db's 4Gi memory limit covers 2816Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 1Gi temptable_max_ram (the server's default) + 256Mi headroom)"),
+	}, {
+		name: "temptable_max_ram in the args replaces the default",
+		sv:   scratchVolume(),
+		sts:  withSTS(mysqlSTS(), dbArgs("--innodb-buffer-pool-size=1G", "--temptable_max_ram=64M"), dbMemory("", "2Gi")),
+		want: covered("container db's 2Gi memory limit covers 1856Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 64Mi temptable_max_ram + 256Mi headroom)"),
+	}, {
+		name: "MySQL 5.7 has no TempTable engine",
+		sv:   scratchVolume(),
+		sts: withSTS(mysqlSTS(), dbMemory("", "1792Mi"), func(s *appsv1.StatefulSet) {
+			s.Spec.Template.Spec.Containers[0].Image = "mysql:5.7"
+		}),
+		want: covered("container db's 1792Mi memory limit covers 1792Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 256Mi headroom)"),
+	}, {
+		name: "MariaDB has no TempTable engine",
+		sv:   scratchVolume(),
+		sts: withSTS(mysqlSTS(), dbMemory("", "1792Mi"), func(s *appsv1.StatefulSet) {
+			s.Spec.Template.Spec.Containers[0].Image = "mariadb:11.8"
+		}),
+		want: covered("container db's 1792Mi memory limit covers 1792Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 256Mi headroom)"),
 	}, {
 		name: "limit exactly equal to the need",
 		sv:   scratchVolume(),
-		sts:  withSTS(mysqlSTS(), dbMemory("1Gi", "1792Mi")),
-		want: covered("container db's 1792Mi memory limit covers 1792Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 256Mi headroom)"),
+		sts:  withSTS(mysqlSTS(), dbMemory("1Gi", "2816Mi")),
+		want: covered("container db's 2816Mi memory limit covers 2816Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 1Gi temptable_max_ram (the server's default) + 256Mi headroom)"),
 	}, {
 		name: "one byte short",
 		sv:   scratchVolume(),
-		sts:  withSTS(mysqlSTS(), dbMemory("1Gi", "1879048191")),
-		want: short("container db has a 1879048191 memory limit but needs at least 1792Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 256Mi headroom): raise the limit by 1, lower spec.size, or set spec.memory.accounting: Reserve"),
+		sts:  withSTS(mysqlSTS(), dbMemory("1Gi", "2952790015")),
+		want: short("container db has a 2952790015 memory limit but needs at least 2816Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 1Gi temptable_max_ram (the server's default) + 256Mi headroom): raise the limit by 1, lower spec.size, or set spec.memory.accounting: Reserve"),
 	}, {
-		name: "short by 768Mi",
+		name: "short by 1792Mi",
 		sv:   scratchVolume(),
 		sts:  withSTS(mysqlSTS(), dbMemory("1Gi", "1Gi")),
-		want: short("container db has a 1Gi memory limit but needs at least 1792Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 256Mi headroom): raise the limit by 768Mi, lower spec.size, or set spec.memory.accounting: Reserve"),
+		want: short("container db has a 1Gi memory limit but needs at least 2816Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 1Gi temptable_max_ram (the server's default) + 256Mi headroom): raise the limit by 1792Mi, lower spec.size, or set spec.memory.accounting: Reserve"),
 	}, {
-		name: "no buffer pool in the args: size + headroom",
+		name: "no buffer pool in the args: size + TempTable's default + headroom",
 		sv:   scratchVolume(size("1Gi")),
 		sts:  withSTS(mysqlSTS(), dbArgs(), dbMemory("", "1Gi")),
-		want: short("container db has a 1Gi memory limit but needs at least 1280Mi (1Gi scratch volume + 256Mi headroom): raise the limit by 256Mi, lower spec.size, or set spec.memory.accounting: Reserve"),
+		want: short("container db has a 1Gi memory limit but needs at least 2304Mi (1Gi scratch volume + 1Gi temptable_max_ram (the server's default) + 256Mi headroom): raise the limit by 1280Mi, lower spec.size, or set spec.memory.accounting: Reserve"),
 	}, {
 		name: "buffer pool in the command, as two words, last one wins",
 		sv:   scratchVolume(),
-		sts: withSTS(mysqlSTS(), dbArgs("--innodb_buffer_pool_size", "3G"), dbMemory("", "4Gi"), func(s *appsv1.StatefulSet) {
+		sts: withSTS(mysqlSTS(), dbArgs("--innodb_buffer_pool_size", "3G"), dbMemory("", "5Gi"), func(s *appsv1.StatefulSet) {
 			s.Spec.Template.Spec.Containers[0].Command = []string{"mysqld", "--innodb-buffer-pool-size=128M"}
 		}),
-		want: covered("container db's 4Gi memory limit covers 3840Mi (512Mi scratch volume + 3Gi innodb_buffer_pool_size + 256Mi headroom)"),
+		want: covered("container db's 5Gi memory limit covers 4864Mi (512Mi scratch volume + 3Gi innodb_buffer_pool_size + 1Gi temptable_max_ram (the server's default) + 256Mi headroom)"),
 	}, {
 		name: "custom headroom",
 		sv:   scratchVolume(headroom("1Gi")),
 		sts:  withSTS(mysqlSTS(), dbMemory("", "2Gi")),
-		want: short("container db has a 2Gi memory limit but needs at least 2560Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 1Gi headroom): raise the limit by 512Mi, lower spec.size, or set spec.memory.accounting: Reserve"),
+		want: short("container db has a 2Gi memory limit but needs at least 3584Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 1Gi temptable_max_ram (the server's default) + 1Gi headroom): raise the limit by 1536Mi, lower spec.size, or set spec.memory.accounting: Reserve"),
 	}, {
 		name: "zero headroom",
 		sv:   scratchVolume(headroom("0")),
-		sts:  withSTS(mysqlSTS(), dbMemory("", "1536Mi")),
-		want: covered("container db's 1536Mi memory limit covers 1536Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 0 headroom)"),
+		sts:  withSTS(mysqlSTS(), dbMemory("", "2560Mi")),
+		want: covered("container db's 2560Mi memory limit covers 2560Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 1Gi temptable_max_ram (the server's default) + 0 headroom)"),
 	}, {
 		name: "decimal limit",
 		sv:   scratchVolume(),
-		sts:  withSTS(mysqlSTS(), dbMemory("", "2G")),
-		want: covered("container db's 2G memory limit covers 1792Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 256Mi headroom)"),
+		sts:  withSTS(mysqlSTS(), dbMemory("", "3G")),
+		want: covered("container db's 3G memory limit covers 2816Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 1Gi temptable_max_ram (the server's default) + 256Mi headroom)"),
 	}, {
 		name: "no limit: injected, with a note",
 		sv:   scratchVolume(),

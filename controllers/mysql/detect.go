@@ -63,6 +63,10 @@ type Profile struct {
 	// InternalTmpTables says where on-disk internal temporary tables go with the server's
 	// defaults; see InternalTmpTablesIn.
 	InternalTmpTables InternalTmpTablesIn
+	// DefaultTempTableMaxRAM is temptable_max_ram when nothing sets it: the memory the TempTable
+	// engine (MySQL and Percona 8.0 and later) may take for in-memory internal temporary tables,
+	// in bytes; 0 for a server without the engine.
+	DefaultTempTableMaxRAM int64
 
 	// PersistentRoot is the directory under which the operator keeps the directories that must
 	// survive a restart: the data directory, or for Bitnami the claim's mount point one level above

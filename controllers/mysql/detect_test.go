@@ -38,6 +38,11 @@ func officialMySQL(v Version, replica string, innodb bool, ignore string) Profil
 // Table Use in MySQL", where a MySQL release keeps its temporary tables.
 func mysqlTempTables(p *Profile) {
 	v := p.Version
+	if v.Latest || v.Major >= 8 {
+		// The TempTable engine, 8.0 and later: temptable_max_ram is 1GiB by default (at least
+		// that on 8.4 and later).
+		p.DefaultTempTableMaxRAM = 1 << 30
+	}
 	switch {
 	case v.Latest || v.Major >= 9 || (v.Major == 8 && (v.Minor > 0 || !v.MinorGiven || !v.PatchGiven || v.Patch >= 13)):
 		p.GlobalTempTablespace, p.SessionTempTablespaces, p.InternalTmpTables = true, true, InternalTmpTablesInSessionTablespaces

@@ -94,8 +94,17 @@ func (p *Profile) fillMySQLFamily() {
 // tables, leaving ibtmp1 with the rollback segments of user-created ones; 8.0.16 removed
 // internal_tmp_disk_storage_engine: on-disk internal temporary tables are always InnoDB, in the
 // session temporary tablespaces.
+//
+// The TempTable engine (8.0) keeps in-memory internal temporary tables, all together up to
+// temptable_max_ram: 1GiB by default on 8.0; from 8.4 3% of the machine's memory within 1GiB and
+// 4GiB, so never less than 1GiB (1GiB seen on MySQL 9.7.4 with 24GiB). Its memory is the server's
+// own, charged to the container beside the RAM volume (measured: test/mariadb
+// TestMySQLMemoryCharges).
 func (p *Profile) fillMySQLTempTables() {
 	v := p.Version
+	if v.AtLeast(8, 0, 0) {
+		p.DefaultTempTableMaxRAM = 1 << 30
+	}
 	p.GlobalTempTablespace = v.AtLeast(5, 7, 1)
 	p.SessionTempTablespaces = v.AtLeast(8, 0, 13)
 	switch {

@@ -7,7 +7,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/inject"
 	"github.com/dbtune/scratch-operator/test/mariadb"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
@@ -76,4 +80,81 @@ func assertionLines(log string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestMySQLMemoryCharges measures, under MySQL's defaults, what the memory accounting must cover:
+// the server's own memory after start beside its buffer pool, what an in-memory internal temporary
+// table of the TempTable engine adds (its default temptable_max_ram is 1GiB), and what a full RAM
+// volume adds, all as the container's memory cgroup charges them. It checks that each is charged
+// and reports the figures against what accounting: Validate assumed when it admitted the pod.
+func TestMySQLMemoryCharges(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, h *mariadb.Host) {
+		if !isMySQL(h) {
+			t.Skipf("%s has no TempTable engine; its in-memory temporary tables are MEMORY tables, each bounded by tmp_table_size", h.Server.Name)
+		}
+		const (
+			limit  = 2 << 30
+			volume = 256 << 20
+			rows   = 250000
+		)
+		sts := statefulSet(h, "memory", "--skip-networking")
+		sts.Spec.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(limit, resource.BinarySI)}
+		sv := scratchVolume(sts.Name, "256Mi", v1alpha1.InjectionConfigFile, v1alpha1.InnoDBTmpdirDisk)
+		need, err := inject.MemoryNeed(sv, &sts.Spec.Template.Spec.Containers[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := startPod(t, h, sts, sv)
+		db := pod.DB()
+		mustExec(t, db,
+			"CREATE DATABASE app",
+			"CREATE TABLE app.wide (id INT PRIMARY KEY, payload VARCHAR(1200)) ENGINE=InnoDB",
+			fmt.Sprintf("INSERT INTO app.wide SELECT seq, %s FROM %s", text("seq", 125), seq(rows)))
+		base := logUsage(t, pod, "after start and load")
+		maxRAM := queryInt(t, db, "SELECT @@temptable_max_ram")
+
+		// An in-memory TempTable table of every row: tmp_table_size no longer bounds it.
+		conn, err := db.Conn(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, conn, "SET SESSION tmp_table_size = 4294967296")
+		ramBefore := queryInt(t, db, "SELECT CURRENT_NUMBER_OF_BYTES_USED FROM performance_schema.memory_summary_global_by_event_name WHERE EVENT_NAME = 'memory/temptable/physical_ram'")
+		countRows(t, conn, "SELECT payload, COUNT(*) FROM app.wide GROUP BY payload")
+		ramPeak := queryInt(t, db, "SELECT HIGH_NUMBER_OF_BYTES_USED FROM performance_schema.memory_summary_global_by_event_name WHERE EVENT_NAME = 'memory/temptable/physical_ram'")
+		temptable := logUsage(t, pod, "after a GROUP BY held in TempTable memory")
+		endSession(conn)
+
+		// A user's temporary table holds most of the volume, in the session's temporary tablespace,
+		// for as long as the session lasts (filling it would stop the server, see above).
+		conn, err = db.Conn(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpdir := pod.Plans[0].Layout.TmpDir
+		emptyVolume := tmpfsUsed(t, pod, tmpdir)
+		mustExec(t, conn, fmt.Sprintf("CREATE TEMPORARY TABLE app.held ENGINE=InnoDB AS SELECT * FROM app.wide WHERE id <= %d", rows*3/4))
+		held := tmpfsUsed(t, pod, tmpdir) - emptyVolume
+		filled := logUsage(t, pod, "with a temporary table on the volume")
+		endSession(conn)
+
+		// The GROUP BY's rows are about 1 KiB each: TempTable held at least that much.
+		if charged := temptable.PeakBytes - base.CurrentBytes; charged < rows*1000 {
+			t.Errorf("the cgroup's peak rose by %d MiB while TempTable held %d rows of 1 KiB (the engine counts %d MiB): its memory was not charged to the container",
+				charged>>20, rows, (ramPeak-ramBefore)>>20)
+		}
+		if held < volume/2 {
+			t.Errorf("the temporary table put only %d MiB on the %d MiB volume", held>>20, volume>>20)
+		}
+		if charged := filled.CurrentBytes - base.CurrentBytes; charged < held*9/10 {
+			t.Errorf("the cgroup's charge rose by %d MiB with %d MiB more on the volume: its pages were not charged to the container", charged>>20, held>>20)
+		}
+		bufferPool := queryInt(t, db, "SELECT @@innodb_buffer_pool_size")
+		worst := base.CurrentBytes + maxRAM + volume
+		t.Logf("MySQL %s with a %d MiB buffer pool: %d MiB charged after start and a load of %d rows; a GROUP BY held in TempTable memory raised the peak by %d MiB (the engine counts %d MiB allocated; temptable_max_ram %d MiB); a temporary table of %d MiB on the volume raised the charge by %d MiB. "+
+			"Validate admitted a %d MiB limit for a need of %d MiB (volume + buffer pool + headroom); the server after start plus temptable_max_ram plus a full volume is %d MiB.",
+			h.Server.Version, bufferPool>>20, base.CurrentBytes>>20, rows, (temptable.PeakBytes-base.CurrentBytes)>>20, (ramPeak-ramBefore)>>20, maxRAM>>20,
+			held>>20, (filled.CurrentBytes-base.CurrentBytes)>>20, limit>>20, need.Value()>>20, worst>>20)
+	})
 }
