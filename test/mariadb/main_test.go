@@ -125,6 +125,11 @@ func statefulSet(h *mariadb.Host, name string, args ...string) *appsv1.StatefulS
 			"--skip-log-bin",
 		}
 	}
+	limit := resource.MustParse("1Gi")
+	if isMySQL(h) {
+		// The memory accounting counts the TempTable engine's default 1GiB on MySQL.
+		limit = resource.MustParse("2Gi")
+	}
 	var env []corev1.EnvVar
 	if h.Server.Root != "" {
 		// The image's entrypoint refuses an empty data directory without a root password or
@@ -145,7 +150,7 @@ func statefulSet(h *mariadb.Host, name string, args ...string) *appsv1.StatefulS
 					Args:  append(settings, args...),
 					Env:   env,
 					Resources: corev1.ResourceRequirements{
-						Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+						Limits: corev1.ResourceList{corev1.ResourceMemory: limit},
 					},
 					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/mysql"}},
 				}}},
