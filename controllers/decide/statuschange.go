@@ -1,4 +1,6 @@
-package controllers
+package decide
+
+// This file decides whether a new status is worth writing over the last one.
 
 import (
 	"bytes"
@@ -9,21 +11,7 @@ import (
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 )
 
-// rolledOutBefore reports whether the ScratchVolume's last status had target rolled out with the
-// configuration hash: the ScratchVolume was RolledOut, and the target carried hash then.
-func (rep *report) rolledOutBefore(target, hash string) bool {
-	if !meta.IsStatusConditionTrue(rep.sv.Status.Conditions, v1alpha1.ConditionRolledOut) {
-		return false
-	}
-	for _, t := range rep.sv.Status.Targets {
-		if t.Name == target {
-			return t.Injected && t.ConfigHash == hash
-		}
-	}
-	return false
-}
-
-// statusChanged reports whether next is worth writing over last. Equal statuses are not, and
+// StatusChanged reports whether next is worth writing over last. Equal statuses are not, and
 // neither is one that differs from the last in nothing but the targets' pod counts while every
 // target stays rolled out: the StatefulSets' own status has those counts, and with a selector
 // over a fleet every scale and every pod turning ready or not would rewrite a status listing
@@ -33,7 +21,7 @@ func (rep *report) rolledOutBefore(target, hash string) bool {
 // The two are compared as the API server stores them, as JSON (a deep comparison of two statuses
 // of 500 targets costs more than encoding both), a part at a time (encoding each whole held two
 // copies of ~0.4 MB per reconcile in flight; BenchmarkStatusChange).
-func statusChanged(last, next *v1alpha1.ScratchVolumeStatus) (bool, error) {
+func StatusChanged(last, next *v1alpha1.ScratchVolumeStatus) (bool, error) {
 	same, err := sameJSON(last, next, false)
 	if err != nil || same {
 		return false, err
