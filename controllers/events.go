@@ -1,7 +1,7 @@
 package controllers
 
 // This file records Events: the change Events of a pass over a ScratchVolume's targets, gathered
-// into one per ScratchVolume and reason.
+// into one per ScratchVolume and reason, and the Warnings package decide asks for.
 
 import (
 	"cmp"
@@ -117,4 +117,13 @@ func (e *changeEvents) record() {
 		e.recorder.Eventf(g.sv, g.sts[0], corev1.EventTypeNormal, k.reason, g.first.Action, "%s", conditions.Cut(note, conditions.MaxEventNote))
 	}
 	clear(e.groups)
+}
+
+// warn records a Warning Event about sv, related to sts when it is not nil.
+func (r *ScratchVolumeReconciler) warn(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, w decide.Warning) {
+	if sts == nil {
+		r.Recorder.Eventf(sv, nil, corev1.EventTypeWarning, w.Reason, w.Action, "%s", w.Note)
+		return
+	}
+	r.Recorder.Eventf(sv, sts, corev1.EventTypeWarning, w.Reason, w.Action, "%s", w.Note)
 }

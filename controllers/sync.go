@@ -12,7 +12,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -298,13 +297,4 @@ func (r *ScratchVolumeReconciler) write(ctx context.Context, sts *appsv1.Statefu
 		return r.patchContainers(ctx, sts, tp.Pending)
 	}
 	return nil
-}
-
-// warn records a Warning Event about sv, related to sts when it is not nil.
-func (r *ScratchVolumeReconciler) warn(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, w decide.Warning) {
-	if sts == nil {
-		r.Recorder.Eventf(sv, nil, corev1.EventTypeWarning, w.Reason, w.Action, "%s", w.Note)
-		return
-	}
-	r.Recorder.Eventf(sv, sts, corev1.EventTypeWarning, w.Reason, w.Action, "%s", w.Note)
 }

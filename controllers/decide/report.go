@@ -5,14 +5,12 @@ package decide
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/capacity"
@@ -270,28 +268,6 @@ func (rep *Report) Failed(err error) { rep.failure = err }
 // Observe records what the node agents report about the RAM volumes of sv's pods (UsageOf). A
 // report that never observes keeps the usage the last status had.
 func (rep *Report) Observe(usage []v1alpha1.ScratchVolumeUsage) { rep.observed = usage }
-
-// Status is the status the report becomes, over the conditions the last one had, and the full
-// volumes to announce once it is written.
-func (rep *Report) Status() (v1alpha1.ScratchVolumeStatus, []capacity.Episode) {
-	sv := rep.sv
-	status := v1alpha1.ScratchVolumeStatus{
-		ObservedGeneration: sv.Generation, MountPath: sv.EffectiveMountPath(),
-		Conditions: append([]metav1.Condition{}, sv.Status.Conditions...),
-		Targets:    rep.targets,
-	}
-	for _, t := range rep.targets {
-		if t.Injected {
-			status.InjectedTargets++
-		}
-	}
-	sort.Slice(status.Targets, func(i, j int) bool { return status.Targets[i].Name < status.Targets[j].Name })
-	rep.capacity(&status)
-	for _, cond := range rep.conditions() {
-		meta.SetStatusCondition(&status.Conditions, cond)
-	}
-	return status, rep.episodes
-}
 
 // rolledOutBefore reports whether the ScratchVolume's last status had target rolled out with the
 // configuration hash: the ScratchVolume was RolledOut, and the target carried hash then.

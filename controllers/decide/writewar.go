@@ -6,7 +6,6 @@ package decide
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -310,51 +309,4 @@ func (g Guard) WithWriters(sts *appsv1.StatefulSet, removed []string) Guard {
 	g.War = g.War.DeepCopy()
 	g.War.FieldManagers, g.War.Removed = TemplateWriters(sts), removed
 	return g
-}
-
-// RestoredBy names what a write of the outcomes' plans puts back on sts: entries of a
-// configuration the controller had already written there (the status says so) that are gone now.
-// Nothing when the write only injects or updates.
-func RestoredBy(outcomes map[string]*Outcome, sts *appsv1.StatefulSet, pending []inject.ContainerChange) []string {
-	var out []string
-	for _, o := range outcomes {
-		if o.Plan == nil || !wrote(o.SV, sts.Name, o.Hash) {
-			continue
-		}
-		out = append(out, removedEntries(inject.Desired([]*inject.Plan{o.Plan}), inject.ObservedFor(&sts.Spec.Template, o.SV.Name))...)
-		if len(pending) > 0 && len(out) == 0 {
-			for _, ch := range pending {
-				out = append(out, "the settings the controller made in container "+ch.Container)
-			}
-		}
-	}
-	return slices.Compact(out)
-}
-
-// wrote reports whether sv's last status had the configuration hash on target: injected, or held
-// off by a write war.
-func wrote(sv *v1alpha1.ScratchVolume, target, hash string) bool {
-	for _, t := range sv.Status.Targets {
-		if t.Name == target {
-			return t.ConfigHash == hash && (t.Injected || t.WriteWar != nil)
-		}
-	}
-	return false
-}
-
-// WithGuard hands the StatefulSet's restore history to every outcome, for the status.
-func WithGuard(outcomes map[string]*Outcome, g Guard) map[string]*Outcome {
-	for _, o := range outcomes {
-		o.Guard = g
-	}
-	return outcomes
-}
-
-// Hold marks the outcomes with a plan as held off by the fight war.
-func Hold(outcomes map[string]*Outcome, war *v1alpha1.WriteWar) {
-	for _, o := range outcomes {
-		if o.Plan != nil {
-			o.War = war
-		}
-	}
 }

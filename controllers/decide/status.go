@@ -1,15 +1,40 @@
 package decide
 
-// This file decides whether a new status is worth writing over the last one.
+// This file decides the status a report becomes, and whether it is worth writing over the last one.
 
 import (
 	"bytes"
 	"encoding/json"
+	"sort"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/capacity"
 )
+
+// Status is the status the report becomes, over the conditions the last one had, and the full
+// volumes to announce once it is written.
+func (rep *Report) Status() (v1alpha1.ScratchVolumeStatus, []capacity.Episode) {
+	sv := rep.sv
+	status := v1alpha1.ScratchVolumeStatus{
+		ObservedGeneration: sv.Generation, MountPath: sv.EffectiveMountPath(),
+		Conditions: append([]metav1.Condition{}, sv.Status.Conditions...),
+		Targets:    rep.targets,
+	}
+	for _, t := range rep.targets {
+		if t.Injected {
+			status.InjectedTargets++
+		}
+	}
+	sort.Slice(status.Targets, func(i, j int) bool { return status.Targets[i].Name < status.Targets[j].Name })
+	rep.capacity(&status)
+	for _, cond := range rep.conditions() {
+		meta.SetStatusCondition(&status.Conditions, cond)
+	}
+	return status, rep.episodes
+}
 
 // StatusChanged reports whether next is worth writing over last. Equal statuses are not, and
 // neither is one that differs from the last in nothing but the targets' pod counts while every
