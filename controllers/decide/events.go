@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/conditions"
+	"github.com/dbtune/scratch-operator/api/quantity"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/capacity"
 	"github.com/dbtune/scratch-operator/controllers/inject"
@@ -66,7 +67,7 @@ func Changes(sts *appsv1.StatefulSet, outcomes map[string]*Outcome, desired, obs
 		}
 		key := o.SV.InjectionAnnotation()
 		before, had := observed.Annotations[key]
-		size := o.SV.Spec.Size.String()
+		size := quantity.Exact(o.SV.Spec.Size)
 		switch {
 		case !had && wrote(o.SV, sts.Name, o.Hash):
 			out = append(out, Change{o.SV, EventRestored, ActionInject,
@@ -148,11 +149,11 @@ func FullVolumes(episodes []capacity.Episode, rec *resource.Quantity) []Warning 
 		}
 		advice := "raise spec.size together with the container's memory"
 		if rec != nil {
-			advice = fmt.Sprintf("raise spec.size (status.recommendedSize says %s) together with the container's memory", capacity.Bytes(rec.Value()))
+			advice = fmt.Sprintf("raise spec.size (status.recommendedSize says %s) together with the container's memory", quantity.Approx(rec.Value()))
 		}
 		out = append(out, Warning{EventScratchVolumeFull, ActionCheck, fmt.Sprintf(
 			"the %s RAM volume of pod %s %s (%d time(s) since %s): writes of temporary data there fail with \"No space left on device\"; %s, or find the query that spills this much",
-			capacity.Bytes(e.SizeBytes), e.Pod, times, e.Total, e.SampledSince.UTC().Format("2006-01-02T15:04:05Z"), advice)})
+			quantity.Approx(e.SizeBytes), e.Pod, times, e.Total, e.SampledSince.UTC().Format("2006-01-02T15:04:05Z"), advice)})
 	}
 	return out
 }

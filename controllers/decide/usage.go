@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/dbtune/scratch-operator/api/quantity"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/capacity"
 	"github.com/dbtune/scratch-operator/controllers/inject"
@@ -95,7 +96,7 @@ func (rep *Report) limitsFor(rec *resource.Quantity) string {
 		if !ok || err != nil || limit.Cmp(need) >= 0 {
 			continue
 		}
-		short = append(short, fmt.Sprintf("%s of %s (%s, needs %s)", c.Name, target, capacity.Bytes(limit.Value()), capacity.Bytes(need.Value())))
+		short = append(short, fmt.Sprintf("%s of %s (%s, needs %s)", c.Name, target, quantity.Approx(limit.Value()), quantity.Approx(need.Value())))
 	}
 	if len(short) == 0 {
 		return "; the containers' memory limits hold it"
