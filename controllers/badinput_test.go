@@ -34,7 +34,7 @@ func TestInvalidSelectorStoredByAnOlderCRD(t *testing.T) {
 	createUnderRelaxedCRD(t, e, sv)
 	errorsBefore := reconcileErrors(t)
 
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "bad-selector", v1alpha1.ConditionTargetFound, metav1.ConditionFalse, v1alpha1.ReasonInvalidSelector)
 	})
 	ready := condition(t, e, ns, "bad-selector", v1alpha1.ConditionReady)
@@ -42,7 +42,7 @@ func TestInvalidSelectorStoredByAnOlderCRD(t *testing.T) {
 		!strings.Contains(ready.Message, "spec.target.selector is invalid") || !strings.Contains(ready.Message, "my db") {
 		t.Errorf("Ready = %+v, want False/%s naming the bad value", ready, v1alpha1.ReasonInvalidSelector)
 	}
-	consistently(t, 3*time.Second, func() string {
+	testenv.Consistently(t, 3*time.Second, func() string {
 		if n := reconcileErrors(t); n != errorsBefore {
 			return "the controller keeps failing the reconcile of a spec only the user can fix"
 		}

@@ -1,5 +1,8 @@
 package controllers
 
+// This file records Events: the change Events of a pass over a ScratchVolume's targets, gathered
+// into one per ScratchVolume and reason, and the Warnings package decide asks for.
+
 import (
 	"cmp"
 	"fmt"
@@ -15,44 +18,32 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/conditions"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/decide"
 )
 
-// Event reasons and actions, predefined so that users can filter on them
-// (`kubectl get events --field-selector reason=Injected`).
+// Event reasons, predefined so that users can filter on them
+// (`kubectl get events --field-selector reason=Injected`). Package decide decides which Events to
+// record; these are its reasons under the names the binaries and tests use.
 const (
 	// EventInjected: the ScratchVolume's entries were added to a StatefulSet.
-	EventInjected = "Injected"
+	EventInjected = decide.EventInjected
 	// EventUpdated: the injected entries of a StatefulSet changed (new size, image, layout…).
-	EventUpdated = "Updated"
+	EventUpdated = decide.EventUpdated
 	// EventRestored: entries removed by another field manager or by hand were put back.
-	EventRestored = "Restored"
+	EventRestored = decide.EventRestored
 	// EventReverted: the ScratchVolume's entries were removed from a StatefulSet.
-	EventReverted = "Reverted"
+	EventReverted = decide.EventReverted
 	// EventBlocked: the StatefulSet was left untouched; the note says what the user must change.
-	EventBlocked = "InjectionBlocked"
+	EventBlocked = decide.EventBlocked
 	// EventMemoryWarning: the injection goes ahead, but nothing bounds tmpfs plus the database.
-	EventMemoryWarning = "MemoryNotBounded"
+	EventMemoryWarning = decide.EventMemoryWarning
 	// EventFightingAnotherWriter: another writer kept removing the entries from a StatefulSet, and
 	// the controller stopped restoring them; recorded once per fight.
-	EventFightingAnotherWriter = "FightingAnotherWriter"
+	EventFightingAnotherWriter = decide.EventFightingAnotherWriter
 	// EventScratchVolumeFull: a node agent found a pod's RAM volume full; recorded once per time
 	// it filled up.
-	EventScratchVolumeFull = "ScratchVolumeFull"
-
-	actionInject = "Inject"
-	actionRevert = "Revert"
-	actionCheck  = "Check"
-	actionHold   = "Hold"
+	EventScratchVolumeFull = decide.EventScratchVolumeFull
 )
-
-// change is what a sync did to one StatefulSet for one ScratchVolume, as its Event tells it.
-type change struct {
-	reason, action string
-	// note tells the change of this StatefulSet alone.
-	note string
-	// many opens the note that tells it of several: "Injected a 256Mi RAM volume into".
-	many string
-}
 
 // changeEvents gathers the Injected, Updated, Restored and Reverted Events of one pass over a
 // ScratchVolume's targets and records them when the pass ends, one per ScratchVolume and reason.
@@ -79,7 +70,7 @@ type changeKey struct {
 // first one's change.
 type changeGroup struct {
 	sv    *v1alpha1.ScratchVolume
-	first change
+	first decide.Change
 	sts   []*appsv1.StatefulSet
 }
 
@@ -87,14 +78,14 @@ func (r *ScratchVolumeReconciler) changeEvents() *changeEvents {
 	return &changeEvents{recorder: r.Recorder, groups: map[changeKey]*changeGroup{}}
 }
 
-// add counts sts among the StatefulSets sv changed for c.reason.
-func (e *changeEvents) add(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c change) {
+// add counts sts among the StatefulSets c.SV changed for c.Reason.
+func (e *changeEvents) add(sts *appsv1.StatefulSet, c decide.Change) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	k := changeKey{client.ObjectKeyFromObject(sv), c.reason}
+	k := changeKey{client.ObjectKeyFromObject(c.SV), c.Reason}
 	g := e.groups[k]
 	if g == nil {
-		g = &changeGroup{sv: sv, first: c}
+		g = &changeGroup{sv: c.SV, first: c}
 		e.groups[k] = g
 	}
 	g.sts = append(g.sts, sts)
@@ -111,7 +102,7 @@ func (e *changeEvents) record() {
 	for _, k := range keys {
 		g := e.groups[k]
 		if len(g.sts) == 1 {
-			e.recorder.Eventf(g.sv, g.sts[0], corev1.EventTypeNormal, k.reason, g.first.action, "%s", conditions.Cut(g.first.note, conditions.MaxEventNote))
+			e.recorder.Eventf(g.sv, g.sts[0], corev1.EventTypeNormal, k.reason, g.first.Action, "%s", conditions.Cut(g.first.Note, conditions.MaxEventNote))
 			continue
 		}
 		slices.SortFunc(g.sts, func(a, b *appsv1.StatefulSet) int { return cmp.Compare(a.Name, b.Name) })
@@ -119,11 +110,20 @@ func (e *changeEvents) record() {
 		for i, sts := range g.sts {
 			names[i] = sts.Name
 		}
-		note := fmt.Sprintf("%s %d StatefulSets: %s", g.first.many, len(names), conditions.Names(names, conditions.MaxListed))
+		note := fmt.Sprintf("%s %d StatefulSets: %s", g.first.Many, len(names), conditions.Names(names, conditions.MaxListed))
 		if k.reason == EventInjected || k.reason == EventUpdated {
 			note += "; status.targets says where each one's temporary data goes"
 		}
-		e.recorder.Eventf(g.sv, g.sts[0], corev1.EventTypeNormal, k.reason, g.first.action, "%s", conditions.Cut(note, conditions.MaxEventNote))
+		e.recorder.Eventf(g.sv, g.sts[0], corev1.EventTypeNormal, k.reason, g.first.Action, "%s", conditions.Cut(note, conditions.MaxEventNote))
 	}
 	clear(e.groups)
+}
+
+// warn records a Warning Event about sv, related to sts when it is not nil.
+func (r *ScratchVolumeReconciler) warn(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, w decide.Warning) {
+	if sts == nil {
+		r.Recorder.Eventf(sv, nil, corev1.EventTypeWarning, w.Reason, w.Action, "%s", w.Note)
+		return
+	}
+	r.Recorder.Eventf(sv, sts, corev1.EventTypeWarning, w.Reason, w.Action, "%s", w.Note)
 }

@@ -13,12 +13,13 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // assertEvent waits for an Event with reason about the named ScratchVolume.
 func assertEvent(t *testing.T, ns, name, reason string) {
 	t.Helper()
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		list := &eventsv1.EventList{}
 		if err := env.Client.List(ctxFor(t), list, client.InNamespace(ns)); err != nil {
 			return err.Error()
@@ -49,12 +50,12 @@ func TestFleetChangesAreFewEvents(t *testing.T) {
 	sv := scratchVolume(ns, "fleet", "")
 	sv.Spec.Target = v1alpha1.ScratchTarget{Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"tier": "db"}}}
 	create(t, e, sv)
-	eventually(t, func() string { return injectedCount(t, e, ns, 6) })
-	eventually(t, func() string { return changeEventsName(t, ns, "fleet", controllers.EventInjected, fleet) })
+	testenv.Eventually(t, waitTimeout, func() string { return injectedCount(t, e, ns, 6) })
+	testenv.Eventually(t, waitTimeout, func() string { return changeEventsName(t, ns, "fleet", controllers.EventInjected, fleet) })
 
 	create(t, e, mariadbStatefulSet(ns, "db-6"))
-	eventually(t, func() string { return injectedCount(t, e, ns, 7) })
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string { return injectedCount(t, e, ns, 7) })
+	testenv.Eventually(t, waitTimeout, func() string {
 		for _, ev := range changeEvents(t, ns, "fleet", controllers.EventInjected) {
 			if ev.Related != nil && ev.Related.Name == "db-6" {
 				if want := "into container mariadb of StatefulSet db-6"; !strings.Contains(ev.Note, want) {
@@ -69,7 +70,7 @@ func TestFleetChangesAreFewEvents(t *testing.T) {
 	if err := e.Client.Delete(ctxFor(t), sv); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return changeEventsName(t, ns, "fleet", controllers.EventReverted, append(fleet, "db-6"))
 	})
 }

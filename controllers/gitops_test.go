@@ -24,7 +24,7 @@ import (
 // settle waits for the injection, then returns the number of controller writes so far.
 func settle(t *testing.T, e *testenv.Env, ns string) int {
 	t.Helper()
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		sts := getSTS(t, e, ns, "db")
 		if inject.Observed(&sts.Spec.Template).Empty() {
 			return "not injected"
@@ -38,13 +38,13 @@ func settle(t *testing.T, e *testenv.Env, ns string) int {
 // expectWrites asserts that the controller settles at exactly base+extra writes and stays there.
 func expectWrites(t *testing.T, ns string, base, extra int) {
 	t.Helper()
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		if n := writes.get(ns) - base; n != extra {
 			return fmt.Sprintf("%d controller writes, want %d", n, extra)
 		}
 		return ""
 	})
-	consistently(t, 2*time.Second, func() string {
+	testenv.Consistently(t, 2*time.Second, func() string {
 		if n := writes.get(ns) - base; n != extra {
 			return fmt.Sprintf("%d controller writes, want %d: a write loop", n, extra)
 		}
@@ -170,14 +170,14 @@ func TestRolloutFollowsTheStatefulSetController(t *testing.T) {
 		}
 	}
 	setStatus(1, "rev1", "rev2")
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionRolledOut, metav1.ConditionFalse, "WaitingForPodDeletion")
 	})
 	if c := condition(t, e, ns, "tmp", v1alpha1.ConditionRolledOut); c.Message == "" || !strings.Contains(c.Message, "1 of 2 pods") {
 		t.Errorf("the OnDelete message should count pods: %q", c.Message)
 	}
 	setStatus(2, "rev2", "rev2")
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready")
 	})
 	st := getSV(t, e, ns, "tmp").Status.Targets[0]

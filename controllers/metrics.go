@@ -1,5 +1,7 @@
 package controllers
 
+// This file holds the controller's metrics, all counted by the I/O layer as it acts.
+
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -28,8 +30,22 @@ var (
 		Name: "dbtune_scratch_write_wars_total",
 		Help: "Times the controller stopped restoring a StatefulSet because another writer kept removing its entries, by namespace.",
 	}, []string{"namespace"})
+	// targetsPlanned counts the syncs that planned a target, as opposed to those that reused its
+	// last decision: in a steady state it stays still however often the targets' ScratchVolumes
+	// reconcile.
+	targetsPlanned = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dbtune_scratch_targets_planned_total",
+		Help: "Syncs of a target StatefulSet that planned it, the first and each after it or a ScratchVolume selecting it changed, by namespace.",
+	}, []string{"namespace"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(statefulSetWrites, injectionsBlocked, targetsInjected, restoresTotal, writeWarsTotal)
+	metrics.Registry.MustRegister(statefulSetWrites, injectionsBlocked, targetsInjected, restoresTotal, writeWarsTotal, targetsPlanned)
+}
+
+// countBlocked counts a target left untouched for reason; "" counts nothing.
+func countBlocked(reason string) {
+	if reason != "" {
+		injectionsBlocked.WithLabelValues(reason).Inc()
+	}
 }

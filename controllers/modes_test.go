@@ -15,6 +15,7 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/inject"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 func TestArgsInjectionAppendsFlagsAndRevertsThem(t *testing.T) {
@@ -25,7 +26,7 @@ func TestArgsInjectionAppendsFlagsAndRevertsThem(t *testing.T) {
 	sv := scratchVolume(ns, "tmp", "db")
 	sv.Spec.MySQL = &v1alpha1.MySQLSpec{Injection: v1alpha1.InjectionArgs}
 	create(t, e, sv)
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		args := findContainer(getSTS(t, e, ns, "db").Spec.Template.Spec.Containers, "mariadb").Args
 		if len(args) < 3 || args[0] != "--innodb-buffer-pool-size=512M" {
 			return fmt.Sprintf("args not injected yet: %q", args)
@@ -54,7 +55,7 @@ func TestArgsInjectionAppendsFlagsAndRevertsThem(t *testing.T) {
 	if err := e.Client.Delete(ctxFor(t), sv); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		got := getSTS(t, e, ns, "db").Spec.Template
 		if !equality.Semantic.DeepEqual(original, got) {
 			return fmt.Sprintf("template not restored: args %q", findContainer(got.Spec.Containers, "mariadb").Args)
@@ -84,14 +85,14 @@ func TestReserveAddsTheSizeToRequestAndLimitAndTakesItBack(t *testing.T) {
 			return ""
 		}
 	}
-	eventually(t, memoryIs("1536Mi", "1536Mi"))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, memoryIs("1536Mi", "1536Mi"))
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionMemoryBudget, metav1.ConditionTrue, "MemoryReserved")
 	})
 	// Repeated reconciles must not add the size again.
 	writesBefore := writes.get(ns)
 	updateSV(t, e, ns, func(sv *v1alpha1.ScratchVolume) { sv.Labels = map[string]string{"touch": "1"} })
-	consistently(t, 1500*time.Millisecond, func() string {
+	testenv.Consistently(t, 1500*time.Millisecond, func() string {
 		if w := writes.get(ns); w != writesBefore {
 			return fmt.Sprintf("%d extra writes", w-writesBefore)
 		}
@@ -100,7 +101,7 @@ func TestReserveAddsTheSizeToRequestAndLimitAndTakesItBack(t *testing.T) {
 	if err := e.Client.Delete(ctxFor(t), getSV(t, e, ns, "tmp")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		if got := getSTS(t, e, ns, "db").Spec.Template; !equality.Semantic.DeepEqual(original, got) {
 			return "template not restored after revert: " + memoryIs("1Gi", "1Gi")()
 		}
@@ -119,7 +120,7 @@ func TestAPIServerAgreesWithInject(t *testing.T) {
 		sv := scratchVolume(ns, name, name)
 		sv.Spec.MySQL = &v1alpha1.MySQLSpec{Injection: mode}
 		create(t, e, sts, sv)
-		eventually(t, func() string {
+		testenv.Eventually(t, waitTimeout, func() string {
 			cur := getSTS(t, e, ns, name)
 			if cur.Spec.Template.Annotations[sv.StateAnnotation()] == "" && mode == v1alpha1.InjectionArgs {
 				return "not injected yet"
@@ -149,7 +150,7 @@ func TestAnnotationKeysAreOurs(t *testing.T) {
 	e := startManager(t)
 	ns := e.Namespace(t)
 	create(t, e, mariadbStatefulSet(ns, "db"), scratchVolume(ns, "tmp", "db"))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
 	})
 	keys := sets.KeySet(getSTS(t, e, ns, "db").Spec.Template.Annotations)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/controllers"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // getLog records the resourceVersion of each StatefulSet GET a client sends, and the status of its
@@ -100,7 +101,7 @@ func TestReadWholeTakesTheWatchCachesCopy(t *testing.T) {
 	if err := e.Client.Delete(ctxFor(t), cached); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		err := r.ReadWhole(ctxFor(t), cached, &appsv1.StatefulSet{})
 		if gets := log.take(); !apierrors.IsNotFound(err) || !slices.Equal(gets, []string{"rv=0 404", "rv= 404"}) {
 			return fmt.Sprintf("a deleted StatefulSet read: %v after GETs %q", err, gets)

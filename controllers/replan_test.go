@@ -41,7 +41,7 @@ func plannedSettles(t *testing.T, e *testenv.Env, ns string) float64 {
 	t.Helper()
 	settle(t, e, ns)
 	var last float64
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		n := targetsPlanned(t, ns)
 		if n == 0 || n != last {
 			last = n
@@ -78,7 +78,7 @@ func TestUnchangedTargetIsNotPlannedAgain(t *testing.T) {
 	if err := e.Client.Delete(ctxFor(t), cm); err != nil {
 		t.Fatalf("delete the drop-in ConfigMap: %v", err)
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		err := e.Client.Get(ctxFor(t), key, cm)
 		switch {
 		case apierrors.IsNotFound(err) || (err == nil && cm.UID == gone):
@@ -88,7 +88,7 @@ func TestUnchangedTargetIsNotPlannedAgain(t *testing.T) {
 		}
 		return ""
 	})
-	consistently(t, time.Second, func() string {
+	testenv.Consistently(t, time.Second, func() string {
 		if n := targetsPlanned(t, ns); n != planned {
 			return fmt.Sprintf("the unchanged target was planned %v more times", n-planned)
 		}
@@ -110,7 +110,7 @@ func TestChangedTargetIsPlannedAgain(t *testing.T) {
 	writesBefore := writes.get(ns)
 
 	updateSTS(t, e, ns, "db", func(sts *appsv1.StatefulSet) { sts.Labels["team"] = "storage" })
-	consistently(t, time.Second, func() string {
+	testenv.Consistently(t, time.Second, func() string {
 		if n := targetsPlanned(t, ns); n != planned {
 			return fmt.Sprintf("the relabelled StatefulSet was planned %v more times", n-planned)
 		}
@@ -122,7 +122,7 @@ func TestChangedTargetIsPlannedAgain(t *testing.T) {
 		c := &sts.Spec.Template.Spec.Containers[0]
 		c.Env = append(c.Env, corev1.EnvVar{Name: "TZ", Value: "UTC"})
 	})
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		if n := targetsPlanned(t, ns); n == planned {
 			return "the StatefulSet whose spec changed was not planned again"
 		}
@@ -132,7 +132,7 @@ func TestChangedTargetIsPlannedAgain(t *testing.T) {
 
 	hash := getSTS(t, e, ns, "db").Spec.Template.Annotations[v1alpha1.InjectionAnnotationPrefix+"tmp"]
 	updateSV(t, e, ns, func(sv *v1alpha1.ScratchVolume) { sv.Spec.Size = resource.MustParse("1Gi") })
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		if now := getSTS(t, e, ns, "db").Spec.Template.Annotations[v1alpha1.InjectionAnnotationPrefix+"tmp"]; now == hash {
 			return "the new size was not injected: config hash still " + now
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/inject"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // TestRetargetingRevertsTheOldTarget changes spec.target.name: the old StatefulSet gets its original
@@ -19,11 +20,11 @@ func TestRetargetingRevertsTheOldTarget(t *testing.T) {
 	create(t, e, mariadbStatefulSet(ns, "a"), mariadbStatefulSet(ns, "b"))
 	originalA := getSTS(t, e, ns, "a").Spec.Template
 	create(t, e, scratchVolume(ns, "tmp", "a"))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
 	})
 	updateSV(t, e, ns, func(sv *v1alpha1.ScratchVolume) { sv.Spec.Target.Name = "b" })
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		if inject.Observed(&getSTS(t, e, ns, "b").Spec.Template).Empty() {
 			return "b not injected"
 		}
@@ -39,7 +40,7 @@ func TestMetricsAreExported(t *testing.T) {
 	e := startManager(t)
 	ns := e.Namespace(t)
 	create(t, e, mariadbStatefulSet(ns, "db"), scratchVolume(ns, "tmp", "db"))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
 	})
 	families, err := metrics.Registry.Gather()

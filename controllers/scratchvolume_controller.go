@@ -1,11 +1,17 @@
-// Package controllers holds the reconcilers of the scratch-operator. The decisions they act on live in
-// the pure sub-packages inject (what goes into a pod template) and mysql (what a server needs).
+// Package controllers is the ScratchVolume controller's I/O layer: it reads the ScratchVolume and
+// the StatefulSets it selects, asks the pure package decide what each target should carry and
+// what the status says, writes that (server-side apply in apply.go, JSON patches in
+// jsonpatch.go), records the Events and patches the status. What it keeps between reconciles is
+// package fleetcache's. Imports run one way: controllers → fleetcache → decide → inject, mysql,
+// capacity; nothing below imports back up.
 package controllers
+
+// This file holds the reconciler, its Reconcile (the table of contents of one reconcile), the
+// finalizer and the controller's watches.
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -17,13 +23,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/decide"
+	"github.com/dbtune/scratch-operator/controllers/fleetcache"
 )
 
 // ScratchVolumeReconciler injects RAM scratch volumes into the StatefulSets a ScratchVolume selects,
@@ -50,13 +57,23 @@ type ScratchVolumeReconciler struct {
 	slots     chan struct{}
 	slotsOnce sync.Once
 
-	guards guardStore
+	guards fleetcache.Guards
 	// written holds the generations of the controller's writes the cache has not seen yet.
-	written writtenGenerations
+	written fleetcache.Written
 	// decisions holds each target's last decision that needed no write, for the syncs that follow
 	// with the same inputs.
-	decisions decisionStore
+	decisions fleetcache.Decisions
 }
+
+// WriteWarRule says when the controller stops restoring its entries on a StatefulSet that another
+// writer keeps removing them from (decide.WriteWarRule). Zero fields take the defaults.
+type WriteWarRule = decide.WriteWarRule
+
+// The write-war rule's defaults: the window allows 3 restores in 10 minutes.
+const (
+	DefaultWriteWarRestores = decide.DefaultWriteWarRestores
+	DefaultWriteWarWindow   = decide.DefaultWriteWarWindow
+)
 
 // Every verb below is one the manager's requests need; test/realnode compares them with the API
 // server's audit log of the installed manager. Two are needed without a request of their own:
@@ -78,7 +95,7 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	sv := &v1alpha1.ScratchVolume{}
 	if err := r.Get(ctx, req.NamespacedName, sv, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.decisions.forgetScratchVolume(req.NamespacedName)
+			r.decisions.ForgetScratchVolume(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -91,7 +108,7 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.ensureFinalizer(ctx, sv); err != nil {
 		return ctrl.Result{}, err
 	}
-	report := newReport(sv, r.WriteWar)
+	report := decide.NewReport(sv, r.WriteWar)
 	defer func() {
 		if staleWrite(err) {
 			// The StatefulSet moved between read and write, or the cache has not caught up with
@@ -101,7 +118,7 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			}
 			return
 		}
-		report.failure = err
+		report.Failed(err)
 		if obsErr := r.observe(ctx, sv, report); obsErr != nil {
 			log.FromContext(ctx).Error(obsErr, "Keeping the last reported usage")
 		}
@@ -113,167 +130,23 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if invalid := (*invalidSelectorError)(nil); errors.As(err, &invalid) {
 		// Nothing can be known to be selected, so nothing is injected or reverted; the status
 		// says what to fix, and the next change of the spec brings the next reconcile.
-		report.invalidSelector = invalid.Error()
+		report.SelectorInvalid(invalid.Error())
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	report.targetsFound = len(targets)
-	report.targets = make([]v1alpha1.ScratchTargetStatus, 0, len(targets))
+	report.Found(len(targets))
 	if err := r.syncTargets(ctx, sv, targets, report); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.revertDropped(ctx, sv, targets); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.pruneConfigMaps(ctx, sv, report.configMaps()); err != nil {
+	if err := r.pruneConfigMaps(ctx, sv, report.ConfigMaps()); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: report.retryAfter(time.Now())}, nil
-}
-
-// syncTargets syncs every target and reports each, in order. A failed write is reported as such
-// and the others still go ahead; the failures come back joined, for a retry with backoff. A
-// conflict ends the reconcile: the retry re-reads everything.
-//
-// The targets are synced in parallel, each holding one of the reconciler's sync slots, as many as
-// it has workers: all reconciles together never have more syncs in flight than workers, as when
-// each reconcile synced its targets one after the other, but when fewer ScratchVolumes than
-// workers are left to reconcile, their targets use the idle slots instead of leaving them idle.
-func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.ScratchVolume, targets []*appsv1.StatefulSet, report *report) error {
-	type synced struct {
-		out map[string]*outcome
-		err error
-	}
-	sel, err := r.selectorsIn(ctx, sv.Namespace)
-	if err != nil {
-		return err
-	}
-	events := r.changeEvents()
-	defer events.record()
-	results := make([]synced, len(targets))
-	var wg sync.WaitGroup
-	for i := range targets {
-		release, err := r.acquireSlot(ctx)
-		if err != nil {
-			wg.Wait()
-			return err
-		}
-		wg.Go(func() {
-			defer release()
-			out, err := r.syncStatefulSet(ctx, targets[i], sel, events)
-			results[i] = synced{out, err}
-		})
-	}
-	wg.Wait()
-	var errs []error
-	for i := range targets {
-		out, err := results[i].out, results[i].err
-		if denial := admissionDenial(err); denial != "" {
-			// Trying again at once would be refused the same way: the status says why, and the
-			// StatefulSet's next change (the label a policy asks for) or the retry brings the next try.
-			log.FromContext(ctx).Info("Admission control refused a StatefulSet change", "statefulset", client.ObjectKeyFromObject(targets[i]), "message", denial)
-			report.denied(targets[i], denial)
-			continue
-		}
-		if staleWrite(err) {
-			return err
-		}
-		if err != nil {
-			report.failed(targets[i], err)
-			errs = append(errs, err)
-			continue
-		}
-		report.add(targets[i], out[sv.Name])
-	}
-	return errors.Join(errs...)
-}
-
-// acquireSlot waits for one of the slots that bound the target syncs in flight across all
-// reconciles, one per worker, and returns the function that gives it back. Every sync holds one:
-// those of syncTargets, and the reverts of targets a ScratchVolume no longer selects.
-func (r *ScratchVolumeReconciler) acquireSlot(ctx context.Context) (release func(), err error) {
-	r.slotsOnce.Do(func() { r.slots = make(chan struct{}, max(1, r.MaxConcurrentReconciles)) })
-	select {
-	case r.slots <- struct{}{}:
-		return func() { <-r.slots }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// finalize removes the ScratchVolume from every StatefulSet that carries it, then lets it go.
-func (r *ScratchVolumeReconciler) finalize(ctx context.Context, sv *v1alpha1.ScratchVolume) error {
-	if !controllerutil.ContainsFinalizer(sv, v1alpha1.ScratchVolumeFinalizer) {
-		return nil
-	}
-	if err := r.revertDropped(ctx, sv, nil); err != nil {
-		return err
-	}
-	if err := r.pruneConfigMaps(ctx, sv, nil); err != nil {
-		return err
-	}
-	targetsInjected.DeleteLabelValues(sv.Namespace, sv.Name)
-	r.decisions.forgetScratchVolume(client.ObjectKeyFromObject(sv))
-	patch := client.MergeFrom(sv.DeepCopy())
-	controllerutil.RemoveFinalizer(sv, v1alpha1.ScratchVolumeFinalizer)
-	if err := r.Patch(ctx, sv, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("failed to remove the finalizer of ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
-	}
-	return nil
-}
-
-func (r *ScratchVolumeReconciler) ensureFinalizer(ctx context.Context, sv *v1alpha1.ScratchVolume) error {
-	if controllerutil.ContainsFinalizer(sv, v1alpha1.ScratchVolumeFinalizer) {
-		return nil
-	}
-	patch := client.MergeFrom(sv.DeepCopy())
-	controllerutil.AddFinalizer(sv, v1alpha1.ScratchVolumeFinalizer)
-	if err := r.Patch(ctx, sv, patch); err != nil {
-		return fmt.Errorf("failed to add the finalizer to ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
-	}
-	return nil
-}
-
-// revertDropped re-syncs every StatefulSet that still carries sv but is not among keep, which removes
-// sv's entries from it (sv no longer selects it, or sv is being deleted).
-func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha1.ScratchVolume, keep []*appsv1.StatefulSet) error {
-	injected, err := r.injectedBy(ctx, sv)
-	if err != nil {
-		return err
-	}
-	kept := map[string]bool{}
-	for _, s := range keep {
-		kept[s.Name] = true
-	}
-	sel, err := r.selectorsIn(ctx, sv.Namespace)
-	if err != nil {
-		return err
-	}
-	events := r.changeEvents()
-	defer events.record()
-	for _, sts := range injected {
-		if kept[sts.Name] {
-			continue
-		}
-		release, err := r.acquireSlot(ctx)
-		if err != nil {
-			return err
-		}
-		out, err := r.syncStatefulSet(ctx, sts, sel, events)
-		release()
-		if err != nil {
-			return err
-		}
-		if out == nil {
-			continue // deleted meanwhile: nothing was reverted
-		}
-		events.add(sv, sts, change{EventReverted, actionRevert,
-			"Removed the RAM volume and its settings from StatefulSet " + sts.Name,
-			"Removed the RAM volume and its settings from"})
-	}
-	return nil
+	return ctrl.Result{RequeueAfter: report.RetryAfter(time.Now())}, nil
 }
 
 // SetupWithManager registers the controller: ScratchVolumes, the StatefulSets they select (mapped
@@ -305,7 +178,7 @@ func (r *ScratchVolumeReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			deletionPredicate{}))).
 		Watches(&appsv1.StatefulSet{}, forgetDeleted{
 			EventHandler: handler.EnqueueRequestsFromMapFunc(r.scratchVolumesForStatefulSet),
-			forget:       r.decisions.forget,
+			forget:       r.decisions.Forget,
 		}).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&v1alpha1.NodeIOProfile{}, handler.EnqueueRequestsFromMapFunc(r.scratchVolumesForProfile),

@@ -26,7 +26,7 @@ func TestInjectsMariaDBStatefulSet(t *testing.T) {
 	sv := scratchVolume(ns, "tmp", "db")
 	create(t, e, sts, sv)
 
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
 	})
 	got := getSTS(t, e, ns, "db")
@@ -100,14 +100,14 @@ func TestTargetCreatedAfterTheScratchVolume(t *testing.T) {
 	e := startManager(t)
 	ns := e.Namespace(t)
 	create(t, e, scratchVolume(ns, "early", "later"))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "early", v1alpha1.ConditionTargetFound, metav1.ConditionFalse, "TargetNotFound")
 	})
 	if c := condition(t, e, ns, "early", v1alpha1.ConditionReady); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "as soon as it appears") {
 		t.Errorf("Ready should say the target will be injected when it appears, got %+v", c)
 	}
 	create(t, e, mariadbStatefulSet(ns, "later"))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "early", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
 	})
 }
@@ -118,13 +118,13 @@ func TestSelectorPicksUpNewStatefulSets(t *testing.T) {
 	sv := scratchVolume(ns, "fleet", "")
 	sv.Spec.Target = v1alpha1.ScratchTarget{Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"tier": "db"}}}
 	create(t, e, mariadbStatefulSet(ns, "a"), sv)
-	eventually(t, func() string { return injectedCount(t, e, ns, 1) })
+	testenv.Eventually(t, waitTimeout, func() string { return injectedCount(t, e, ns, 1) })
 	create(t, e, mariadbStatefulSet(ns, "b"))
-	eventually(t, func() string { return injectedCount(t, e, ns, 2) })
+	testenv.Eventually(t, waitTimeout, func() string { return injectedCount(t, e, ns, 2) })
 
 	// Relabelling a StatefulSet out of the selector reverts it.
 	updateSTS(t, e, ns, "b", func(b *appsv1.StatefulSet) { b.Labels["tier"] = "cache" })
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		if _, ok := getSTS(t, e, ns, "b").Spec.Template.Annotations[sv.InjectionAnnotation()]; ok {
 			return "b still carries the injection after leaving the selector"
 		}
@@ -195,7 +195,7 @@ func TestBlockedInjectionsLeaveTheStatefulSetUntouched(t *testing.T) {
 			create(t, e, sts)
 			before := getSTS(t, e, ns, "db")
 			create(t, e, sv)
-			eventually(t, func() string {
+			testenv.Eventually(t, waitTimeout, func() string {
 				return conditionIs(t, e, ns, "sv", tc.condition, conditionStatus(tc.condition), tc.reason)
 			})
 			if c := condition(t, e, ns, "sv", tc.condition); !strings.Contains(c.Message, tc.message) {
@@ -227,7 +227,7 @@ func TestOlderScratchVolumeWinsAConflict(t *testing.T) {
 	e := startManager(t)
 	ns := e.Namespace(t)
 	create(t, e, mariadbStatefulSet(ns, "db"), scratchVolume(ns, "first", "db"))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "first", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
 	})
 	before := getSTS(t, e, ns, "db")
@@ -235,7 +235,7 @@ func TestOlderScratchVolumeWinsAConflict(t *testing.T) {
 	second := scratchVolume(ns, "second", "db")
 	second.Spec.Size = resource.MustParse("256Mi")
 	create(t, e, second)
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "second", v1alpha1.ConditionConflict, metav1.ConditionTrue, "ScratchVolumeConflict")
 	})
 	if c := condition(t, e, ns, "second", v1alpha1.ConditionConflict); !strings.Contains(c.Message, "ScratchVolume first, which is older") {
@@ -257,7 +257,7 @@ func TestDeletingTheScratchVolumeRestoresTheOriginalTemplate(t *testing.T) {
 	original := getSTS(t, e, ns, "db").Spec.Template
 	sv := scratchVolume(ns, "tmp", "db")
 	create(t, e, sv)
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
 	})
 	if equality.Semantic.DeepEqual(original, getSTS(t, e, ns, "db").Spec.Template) {
@@ -266,7 +266,7 @@ func TestDeletingTheScratchVolumeRestoresTheOriginalTemplate(t *testing.T) {
 	if err := e.Client.Delete(ctxFor(t), sv); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		err := e.Client.Get(ctxFor(t), client.ObjectKeyFromObject(sv), &v1alpha1.ScratchVolume{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("the ScratchVolume is still there (%v)", err)
@@ -290,7 +290,7 @@ func TestNoWritesWhenNothingChanged(t *testing.T) {
 	e := startManager(t)
 	ns := e.Namespace(t)
 	create(t, e, mariadbStatefulSet(ns, "db"), scratchVolume(ns, "tmp", "db"))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
 	})
 	time.Sleep(time.Second)
@@ -303,7 +303,7 @@ func TestNoWritesWhenNothingChanged(t *testing.T) {
 		updateSTS(t, e, ns, "db", func(sts *appsv1.StatefulSet) { sts.Labels[fmt.Sprintf("touch-%d", i)] = "x" })
 		updateSV(t, e, ns, func(sv *v1alpha1.ScratchVolume) { sv.Labels = map[string]string{"touch": fmt.Sprint(i)} })
 	}
-	consistently(t, 2*time.Second, func() string {
+	testenv.Consistently(t, 2*time.Second, func() string {
 		if n := writes.get(ns); n != settled {
 			return fmt.Sprintf("%d StatefulSet writes after reconciles of an unchanged object", n-settled)
 		}
@@ -316,12 +316,12 @@ func TestSizeChangeRollsThePods(t *testing.T) {
 	ns := e.Namespace(t)
 	sv := scratchVolume(ns, "tmp", "db")
 	create(t, e, mariadbStatefulSet(ns, "db"), sv)
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
 	})
 	hash := getSTS(t, e, ns, "db").Spec.Template.Annotations[sv.InjectionAnnotation()]
 	updateSV(t, e, ns, func(cur *v1alpha1.ScratchVolume) { cur.Spec.Size = resource.MustParse("768Mi") })
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		sts := getSTS(t, e, ns, "db")
 		v := findVolume(&sts.Spec.Template.Spec, sv.VolumeName())
 		if v == nil || v.EmptyDir.SizeLimit.Cmp(resource.MustParse("768Mi")) != 0 {
@@ -345,7 +345,7 @@ func TestDataDirectoryOnNoVolume(t *testing.T) {
 	sts.Spec.VolumeClaimTemplates = nil
 	sv := scratchVolume(ns, "tmp", "db")
 	create(t, e, sts, sv)
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
 	})
 	if c := condition(t, e, ns, "tmp", v1alpha1.ConditionInjected); !strings.Contains(c.Message, "mount a volumeClaimTemplate at /var/lib/mysql") {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // TestStatusWriteReplacesTheWholeStatus leaves in the stored status what an earlier writer put there
@@ -39,7 +40,7 @@ func TestStatusWriteReplacesTheWholeStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		got, err := json.Marshal(getSV(t, e, ns, "tmp").Status)
 		if err != nil {
 			return err.Error()

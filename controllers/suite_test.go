@@ -122,17 +122,8 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	return t.rt.RoundTrip(req)
 }
 
-// eventually polls cond until it returns "" or 20 s pass, then fails with the last reason.
-func eventually(t *testing.T, cond func() string) {
-	t.Helper()
-	testenv.Eventually(t, 20*time.Second, cond)
-}
-
-// consistently fails if cond reports a problem at any point during d.
-func consistently(t *testing.T, d time.Duration, cond func() string) {
-	t.Helper()
-	testenv.Consistently(t, d, cond)
-}
+// waitTimeout is how long testenv.Eventually waits here for the controller to act.
+const waitTimeout = 20 * time.Second
 
 func ctxFor(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -1,5 +1,9 @@
 package controllers
 
+// This file reads around a ScratchVolume: the StatefulSets it selects or injected, the
+// ScratchVolumes that select a StatefulSet, through the cache's indexes, and maps StatefulSet
+// events back to ScratchVolumes.
+
 import (
 	"context"
 	"fmt"
@@ -17,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/decide"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 )
 
@@ -294,15 +299,8 @@ func (r *ScratchVolumeReconciler) scratchVolumesFor(ctx context.Context, sts *ap
 			out = append(out, sv)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return older(out[i], out[j]) })
+	decide.SortOldestFirst(out)
 	return out, nil
-}
-
-func older(a, b *v1alpha1.ScratchVolume) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
 }
 
 // scratchVolumesForStatefulSet maps a StatefulSet event to the ScratchVolumes that select it or whose

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // informerCache is a cache that gives one informer.
@@ -181,8 +182,8 @@ func (noIndexer) GetIndexer() {}
 // nothing and reports no failure, and a revert of it sends no Reverted Event.
 func TestStatefulSetGoneBeforeItsPlanIsRead(t *testing.T) {
 	ctx := context.Background()
-	sv := selectorScratchVolume("tmp", nil)
-	cached := fullStatefulSet("mariadb:11.4", nil, nil, "2Gi")
+	sv := testenv.SelectorScratchVolume("tmp", nil)
+	cached := testenv.FullStatefulSet("mariadb:11.4", nil, nil, "2Gi")
 	cached.Labels = map[string]string{"tier": "db"}
 	cached.Spec.Template.Annotations = map[string]string{sv.InjectionAnnotation(): "abc"}
 	writes := 0
@@ -234,7 +235,7 @@ func TestStatefulSetGoneBeforeItsPlanIsRead(t *testing.T) {
 	if writes != 0 || len(capture.events) != 0 {
 		t.Errorf("%d writes and Events %v for a StatefulSet that is gone", writes, capture.events)
 	}
-	if n := r.decisions.size(); n != 0 {
+	if n := r.decisions.Len(); n != 0 {
 		t.Errorf("%d decisions remembered for a StatefulSet that is gone", n)
 	}
 }

@@ -33,7 +33,7 @@ func TestMySQL84ReadyNamesEveryTemporaryLocation(t *testing.T) {
 	create(t, e, sts, scratchVolume(ns, "tmp", "db"))
 	settle(t, e, ns)
 	playRolledOut(t, e, ns, "db")
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady)
 	})
 
@@ -72,7 +72,7 @@ func TestBitnamiChartReadyThroughExtraFlags(t *testing.T) {
 	create(t, e, scratchVolume(ns, "tmp", "db"))
 	settle(t, e, ns)
 	playRolledOut(t, e, ns, "db")
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady)
 	})
 
@@ -98,7 +98,7 @@ func TestBitnamiChartReadyThroughExtraFlags(t *testing.T) {
 	if err := e.Client.Delete(ctxFor(t), getSV(t, e, ns, "tmp")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		got := getSTS(t, e, ns, "db").Spec.Template
 		if !equality.Semantic.DeepEqual(original, got) {
 			return fmt.Sprintf("template not restored: MARIADB_EXTRA_FLAGS=%q",
@@ -138,7 +138,7 @@ func playRolledOut(t *testing.T, e *testenv.Env, ns, name string) {
 // assertEventSays waits for an Event with reason about the ScratchVolume whose note contains text.
 func assertEventSays(t *testing.T, ns, name, reason, text string) {
 	t.Helper()
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		list := &eventsv1.EventList{}
 		if err := env.Client.List(ctxFor(t), list, client.InNamespace(ns)); err != nil {
 			return err.Error()

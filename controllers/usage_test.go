@@ -28,10 +28,10 @@ func TestUsageFromTheNodeAgents(t *testing.T) {
 	e := startManager(t)
 	ns := e.Namespace(t)
 	create(t, e, mariadbStatefulSet(ns, "db"), scratchVolume(ns, "tmp", "db"))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
 	})
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionCapacity, metav1.ConditionUnknown, v1alpha1.ReasonCapacityNotObserved)
 	})
 
@@ -42,7 +42,7 @@ func TestUsageFromTheNodeAgents(t *testing.T) {
 	}
 	nodeA := agentReports(t, e, ns+"-a", report("db-0", "tmp", 100), report("db-1", "tmp", 300),
 		report("db-0", "other", 500), report("web-0", "tmp", 500), report("dbx-0", "tmp", 500))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		sv := getSV(t, e, ns, "tmp")
 		u := sv.Status.Usage
 		if u == nil || u.Pods != 2 || u.PeakBytes != 300*mib || u.PeakPercent != 59 || !u.ObservedSince.Equal(&since) {
@@ -67,13 +67,13 @@ func TestUsageFromTheNodeAgents(t *testing.T) {
 	full := report("db-1", "tmp", 512)
 	full.Full, full.FullEpisodes, full.LastFullTime = true, 1, &since
 	nodeA.set(t, report("db-0", "tmp", 100), full)
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		if r := getSV(t, e, ns, "tmp").Status.RecommendedSize; r == nil || r.Cmp(resource.MustParse("1Gi")) != 0 {
 			return fmt.Sprintf("recommended %v, want 1Gi (twice the size of a full volume)", r)
 		}
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionCapacity, metav1.ConditionFalse, v1alpha1.ReasonCapacityFull)
 	})
-	eventually(t, func() string { return fullEvents(t, ns, 1, "pod db-1 was found full") })
+	testenv.Eventually(t, waitTimeout, func() string { return fullEvents(t, ns, 1, "pod db-1 was found full") })
 	if c := condition(t, e, ns, "tmp", v1alpha1.ConditionCapacity); !strings.Contains(c.Message, "needs 512Mi more memory per pod (1Gi over 2 pods); the containers' memory limits hold it") {
 		t.Errorf("Capacity message %q does not weigh the recommendation against the 2Gi limit", c.Message)
 	}
@@ -81,7 +81,7 @@ func TestUsageFromTheNodeAgents(t *testing.T) {
 	updateSTS(t, e, ns, "db", func(sts *appsv1.StatefulSet) {
 		sts.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("1536Mi")
 	})
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		if c := condition(t, e, ns, "tmp", v1alpha1.ConditionCapacity); !strings.Contains(c.Message, "needs larger memory limits for container mariadb of db (1.5Gi, needs 1.8Gi)") {
 			return fmt.Sprintf("Capacity message %q does not say the 1.5Gi limit is short", c.Message)
 		}
@@ -91,27 +91,27 @@ func TestUsageFromTheNodeAgents(t *testing.T) {
 	// The volume empties, the count stays: nothing new to announce. Then it fills again.
 	full.Full, full.WindowPeakBytes = false, 10*mib
 	nodeA.set(t, report("db-0", "tmp", 100), full)
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionCapacity, metav1.ConditionTrue, v1alpha1.ReasonCapacitySufficient)
 	})
-	consistently(t, 2*time.Second, func() string { return fullEvents(t, ns, 1, "") })
+	testenv.Consistently(t, 2*time.Second, func() string { return fullEvents(t, ns, 1, "") })
 	full.Full, full.FullEpisodes = true, 2
 	nodeA.set(t, report("db-0", "tmp", 100), full)
-	eventually(t, func() string { return fullEvents(t, ns, 2, "(2 time(s) since") })
+	testenv.Eventually(t, waitTimeout, func() string { return fullEvents(t, ns, 2, "(2 time(s) since") })
 	if fp := getSV(t, e, ns, "tmp").Status.FullPods; len(fp) != 1 || fp[0].Pod != "db-1" || fp[0].Episodes != 2 {
 		t.Errorf("status.fullPods = %+v, want db-1 announced twice", fp)
 	}
 
 	// A second node, then db-0 deleted from the first.
 	agentReports(t, e, ns+"-b", report("db-2", "tmp", 50))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		if u := getSV(t, e, ns, "tmp").Status.Usage; u == nil || u.Pods != 3 || u.FullPods != 1 {
 			return fmt.Sprintf("usage %+v, want 3 pods over two nodes, 1 found full", u)
 		}
 		return ""
 	})
 	nodeA.set(t, full)
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		if u := getSV(t, e, ns, "tmp").Status.Usage; u == nil || u.Pods != 2 {
 			return fmt.Sprintf("usage %+v, want 2 pods once db-0 is gone", u)
 		}

@@ -113,7 +113,7 @@ func startFight(t *testing.T, e *testenv.Env, ns string) (base int, stop func())
 // at most the window's restores, a stable generation, the condition naming other-operator.
 func expectHeld(t *testing.T, e *testenv.Env, ns string, base, maxWrites int) {
 	t.Helper()
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionFalse, v1alpha1.ReasonFightingAnotherWriter)
 	})
 	for _, typ := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionInjected} {
@@ -126,7 +126,7 @@ func expectHeld(t *testing.T, e *testenv.Env, ns string, base, maxWrites int) {
 		t.Errorf("Conflict = %s/%s, want True/%s", c.Status, c.Reason, v1alpha1.ReasonFightingAnotherWriter)
 	}
 	generation := getSTS(t, e, ns, "db").Generation
-	consistently(t, 3*time.Second, func() string {
+	testenv.Consistently(t, 3*time.Second, func() string {
 		if n := writes.get(ns) - base; n > maxWrites {
 			return fmt.Sprintf("%d controller writes since the injection, want at most %d", n, maxWrites)
 		}
@@ -166,7 +166,7 @@ func TestWriteWarStopsAndResumesWhenQuiet(t *testing.T) {
 
 	stop()
 	held := writes.get(ns)
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		if inject.Observed(&getSTS(t, e, ns, "db").Spec.Template).Empty() {
 			return "not injected again after the other writer stopped"
 		}
@@ -175,7 +175,7 @@ func TestWriteWarStopsAndResumesWhenQuiet(t *testing.T) {
 	if n := writes.get(ns) - held; n != 1 {
 		t.Errorf("%d writes to resume, want 1", n)
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		if war := getSV(t, e, ns, "tmp").Status.Targets[0].WriteWar; war != nil {
 			return fmt.Sprintf("the fight is still recorded a window after the injection stayed: %+v", war)
 		}
@@ -193,7 +193,7 @@ func TestWriteWarResumesOnSpecChange(t *testing.T) {
 	expectHeld(t, e, ns, base, 3)
 	held := writes.get(ns)
 	updateSV(t, e, ns, func(sv *v1alpha1.ScratchVolume) { sv.Spec.Size = resource.MustParse("1Gi") })
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		if n := writes.get(ns) - held; n != 1 {
 			return fmt.Sprintf("%d writes after the spec change, want 1", n)
 		}
@@ -249,7 +249,7 @@ func TestControlledStatefulSetIsLeftToItsOperator(t *testing.T) {
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 	}}
 	create(t, e, sts, scratchVolume(ns, "tmp", "db"))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonControlledByOperator)
 	})
 	c := condition(t, e, ns, "tmp", v1alpha1.ConditionInjected)
@@ -296,7 +296,7 @@ func TestFailedWriteIsReported(t *testing.T) {
 	// The webhook configuration reaches the API server's admission chain a moment after it is stored.
 	time.Sleep(2 * time.Second)
 	create(t, e, scratchVolume(ns, "tmp", "db"))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionFalse, v1alpha1.ReasonWriteFailed)
 	})
 	for _, typ := range []string{v1alpha1.ConditionInjected, v1alpha1.ConditionReady} {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dbtune/scratch-operator/api/quantity"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 )
 
@@ -151,23 +152,23 @@ func Condition(obs []v1alpha1.ScratchVolumeUsage, size resource.Quantity, rec *r
 // it moves with the clock, so an unchanged observation writes no new status.
 func describe(s *v1alpha1.ScratchUsage, obs []v1alpha1.ScratchVolumeUsage, size resource.Quantity, rec *resource.Quantity) string {
 	msg := fmt.Sprintf("peak %s of %s (%d%%) over %d pod(s) observed since %s",
-		Bytes(s.PeakBytes), Bytes(size.Value()), s.PeakPercent, s.Pods, s.ObservedSince.UTC().Format("2006-01-02T15:04:05Z"))
+		quantity.Approx(s.PeakBytes), quantity.Approx(size.Value()), s.PeakPercent, s.Pods, s.ObservedSince.UTC().Format("2006-01-02T15:04:05Z"))
 	if s.FullPods > 0 {
 		msg += fmt.Sprintf(", %d of them found full %d time(s)", s.FullPods, s.FullEpisodes)
 	}
 	if rec == nil {
 		return msg
 	}
-	msg += "; recommended size " + Bytes(rec.Value())
+	msg += "; recommended size " + quantity.Approx(rec.Value())
 	if s.FullPods > 0 {
 		msg += fmt.Sprintf(" (at least %d times the size: a full volume's peak only shows the size)", FullFactor)
 	}
 	pods := int64(len(obs))
 	switch d := rec.Value() - size.Value(); {
 	case d < 0:
-		msg += fmt.Sprintf(", which would free %s of memory per pod (%s over %d pods)", Bytes(-d), Bytes(-d*pods), pods)
+		msg += fmt.Sprintf(", which would free %s of memory per pod (%s over %d pods)", quantity.Approx(-d), quantity.Approx(-d*pods), pods)
 	case d > 0:
-		msg += fmt.Sprintf(", which needs %s more memory per pod (%s over %d pods)", Bytes(d), Bytes(d*pods), pods)
+		msg += fmt.Sprintf(", which needs %s more memory per pod (%s over %d pods)", quantity.Approx(d), quantity.Approx(d*pods), pods)
 	default:
 		msg += ", the current size"
 	}
@@ -184,19 +185,6 @@ func list(noun string, items []string) string {
 		return noun + "s " + strings.Join(items, ", ")
 	}
 	return noun + " " + items[0]
-}
-
-// Bytes writes n as Mi below a gibibyte and as Gi with at most one decimal above, as a person
-// reading a status would.
-func Bytes(n int64) string {
-	switch {
-	case n < mi:
-		return fmt.Sprintf("%dKi", (n+1023)/1024)
-	case n < 1024*mi:
-		return fmt.Sprintf("%dMi", (n+mi-1)/mi)
-	}
-	gi := math.Round(float64(n)/(1024*mi)*10) / 10
-	return strings.TrimSuffix(fmt.Sprintf("%.1f", gi), ".0") + "Gi"
 }
 
 // Episode is a pod's volume found full once or more since the last announcement.

@@ -153,11 +153,3 @@ func TestNewEpisodes(t *testing.T) {
 		t.Errorf("announced %+v again", again)
 	}
 }
-
-func TestBytes(t *testing.T) {
-	for n, want := range map[int64]string{0: "0Ki", 1000: "1Ki", 300 * mi: "300Mi", 300*mi + 1: "301Mi", 1024 * mi: "1Gi", 1536 * mi: "1.5Gi", 64 << 30: "64Gi"} {
-		if got := Bytes(n); got != want {
-			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/dbtune/scratch-operator/api/quantity"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/mysql"
 )
@@ -39,13 +40,13 @@ func memoryBudget(sv *v1alpha1.ScratchVolume, c *corev1.Container) (reserve *res
 		if !hasReq && !hasLim {
 			return nil, Note{Reason: v1alpha1.ReasonNoMemoryLimit, Message: fmt.Sprintf(
 				"container %s sets no memory request or limit, so there is nothing to reserve the %s in; set them, and the volume is added to both",
-				c.Name, formatBytes(size))}, nil
+				c.Name, quantity.Exact(size))}, nil
 		}
 		return &size, Note{Reason: v1alpha1.ReasonMemoryReserved, Message: fmt.Sprintf(
-			"%s added to the memory request and limit of container %s", formatBytes(size), c.Name)}, nil
+			"%s added to the memory request and limit of container %s", quantity.Exact(size), c.Name)}, nil
 	case v1alpha1.MemoryIgnore:
 		return nil, Note{Reason: v1alpha1.ReasonMemoryNotAccounted, Message: fmt.Sprintf(
-			"memory accounting is off: up to %s of tmpfs pages count against container %s's memory limit", formatBytes(size), c.Name)}, nil
+			"memory accounting is off: up to %s of tmpfs pages count against container %s's memory limit", quantity.Exact(size), c.Name)}, nil
 	}
 	limit, hasLimit := c.Resources.Limits[corev1.ResourceMemory]
 	if !hasLimit {
@@ -62,10 +63,10 @@ func memoryBudget(sv *v1alpha1.ScratchVolume, c *corev1.Container) (reserve *res
 		short.Sub(limit)
 		return nil, Note{}, problemf(v1alpha1.ReasonMemoryBudget,
 			"container %s has a %s memory limit but needs at least %s (%s): raise the limit by %s, lower spec.size, or set spec.memory.accounting: Reserve",
-			c.Name, formatBytes(limit), formatBytes(need), breakdown, formatBytes(short))
+			c.Name, quantity.Exact(limit), quantity.Exact(need), breakdown, quantity.Exact(short))
 	}
 	return nil, Note{Reason: v1alpha1.ReasonMemoryBudgetCovered, Message: fmt.Sprintf(
-		"container %s's %s memory limit covers %s (%s)", c.Name, formatBytes(limit), formatBytes(need), breakdown)}, nil
+		"container %s's %s memory limit covers %s (%s)", c.Name, quantity.Exact(limit), quantity.Exact(need), breakdown)}, nil
 }
 
 // MemoryNeed is the memory limit container c needs under accounting Validate for a volume of
@@ -83,7 +84,7 @@ func memoryNeed(sv *v1alpha1.ScratchVolume, c *corev1.Container) (resource.Quant
 		headroom = sv.Spec.Memory.Headroom.DeepCopy()
 	}
 	need := sv.Spec.Size.DeepCopy()
-	parts := []string{formatBytes(need) + " scratch volume"}
+	parts := []string{quantity.Exact(need) + " scratch volume"}
 	if sv.Spec.Purpose == v1alpha1.PurposeMySQLTmpdir {
 		args := append(append([]string{}, c.Command...), c.Args...)
 		for _, opt := range []struct {
@@ -97,18 +98,18 @@ func memoryNeed(sv *v1alpha1.ScratchVolume, c *corev1.Container) (resource.Quant
 			if found {
 				q := *resource.NewQuantity(n, resource.BinarySI)
 				need.Add(q)
-				parts = append(parts, formatBytes(q)+" "+opt.name)
+				parts = append(parts, quantity.Exact(q)+" "+opt.name)
 			} else if opt.name == "temptable_max_ram" {
 				if def := defaultTempTableMaxRAM(sv, c); def > 0 {
 					q := *resource.NewQuantity(def, resource.BinarySI)
 					need.Add(q)
-					parts = append(parts, formatBytes(q)+" temptable_max_ram (the server's default)")
+					parts = append(parts, quantity.Exact(q)+" temptable_max_ram (the server's default)")
 				}
 			}
 		}
 	}
 	need.Add(headroom)
-	parts = append(parts, formatBytes(headroom)+" headroom")
+	parts = append(parts, quantity.Exact(headroom)+" headroom")
 	return need, strings.Join(parts, " + "), nil
 }
 

@@ -45,18 +45,3 @@ func checkSpec(sv *v1alpha1.ScratchVolume) error {
 func wholeBytes(q resource.Quantity) bool {
 	return q.CmpInt64(math.MaxInt64) <= 0 && q.CmpInt64(q.Value()) == 0
 }
-
-// formatBytes prints a byte quantity the way memory is written in manifests, exact and in its
-// canonical form, whatever spelling its parts had: in binary units (768Mi) unless decimal ones are
-// shorter (2G rather than 1953125Ki), never in milli-units. A fraction of a byte counts as a whole
-// byte, as the kubelet rounds it up; a value beyond int64 cannot be an amount of memory.
-func formatBytes(q resource.Quantity) string {
-	if q.CmpInt64(math.MaxInt64) > 0 {
-		return "more than 8Ei"
-	}
-	binary := resource.NewQuantity(q.Value(), resource.BinarySI).String()
-	if decimal := resource.NewQuantity(q.Value(), resource.DecimalSI).String(); len(decimal) < len(binary) {
-		return decimal
-	}
-	return binary
-}

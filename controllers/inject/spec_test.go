@@ -57,27 +57,3 @@ func TestCheckSpecRefusesWhatTheAPIRefuses(t *testing.T) {
 		})
 	}
 }
-
-func TestFormatBytes(t *testing.T) {
-	sum := resource.MustParse("512Mi")
-	sum.Add(resource.MustParse("256Mi"))
-	milli := resource.MustParse("805306368512m")
-	huge := resource.MustParse("8E")
-	huge.Add(resource.MustParse("8E"))
-	for _, tt := range []struct {
-		q    resource.Quantity
-		want string
-	}{
-		{sum, "768Mi"},
-		{resource.MustParse("2G"), "2G"},
-		{resource.MustParse("2000M"), "2G"},
-		{resource.MustParse("1.5Gi"), "1536Mi"},
-		{milli, "805306369"},
-		{resource.MustParse("512m"), "1"},
-		{huge, "more than 8Ei"},
-	} {
-		if got := formatBytes(tt.q); got != tt.want {
-			t.Errorf("formatBytes(%s) = %q, want %q", tt.q.String(), got, tt.want)
-		}
-	}
-}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dbtune/scratch-operator/api/quantity"
 )
 
 // plan is a target that passed the checks, with what Inspect found.
@@ -152,14 +154,11 @@ func checkUniqueNames(plans []plan) error {
 	return nil
 }
 
-// formatBytes shows a byte count exactly and in binary units, as both are useful in an error.
+// formatBytes shows a byte count exactly and, from a mebibyte on, rounded as quantity.Approx writes
+// it, as both are useful in an error.
 func formatBytes(n int64) string {
-	switch {
-	case n >= GiB:
-		return fmt.Sprintf("%d bytes (%.1f GiB)", n, float64(n)/float64(GiB))
-	case n >= MiB:
-		return fmt.Sprintf("%d bytes (%.1f MiB)", n, float64(n)/float64(MiB))
-	default:
-		return strconv.FormatInt(n, 10) + " bytes"
+	if n >= MiB {
+		return fmt.Sprintf("%d bytes (%s)", n, quantity.Approx(n))
 	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }

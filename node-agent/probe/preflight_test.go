@@ -124,8 +124,8 @@ func TestDirectOpenRefusal(t *testing.T) {
 func TestFormatBytes(t *testing.T) {
 	for n, want := range map[int64]string{
 		5000:        "5000 bytes",
-		32 * MiB:    "33554432 bytes (32.0 MiB)",
-		3 * GiB / 2: "1610612736 bytes (1.5 GiB)",
+		32 * MiB:    "33554432 bytes (32Mi)",
+		3 * GiB / 2: "1610612736 bytes (1.5Gi)",
 	} {
 		if got := formatBytes(n); got != want {
 			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)

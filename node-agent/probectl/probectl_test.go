@@ -138,7 +138,7 @@ func TestOnDemandAnnotationRunsOnce(t *testing.T) {
 	time.Sleep(time.Until(first.Status.LastRunTime.Add(1100 * time.Millisecond)))
 	annotate(t, e, node.Name, v1alpha1.ProbeRequestedAnnotation, "2026-03-01T10:00:00Z")
 
-	eventually(t, 20*time.Second, func() string {
+	testenv.Eventually(t, 20*time.Second, func() string {
 		p := getProfile(t, e, node.Name)
 		if got := p.Annotations[v1alpha1.ProbeServedAnnotation]; got != "2026-03-01T10:00:00Z" {
 			return "served annotation is " + got
@@ -151,7 +151,7 @@ func TestOnDemandAnnotationRunsOnce(t *testing.T) {
 	// Neither the served annotation, a repeated value nor an unrelated annotation asks again.
 	annotate(t, e, node.Name, v1alpha1.ProbeRequestedAnnotation, "2026-03-01T10:00:00Z")
 	annotate(t, e, node.Name, "example.com/unrelated", "x")
-	consistently(t, 1500*time.Millisecond, func() string {
+	testenv.Consistently(t, 1500*time.Millisecond, func() string {
 		if n := rec.count(""); n != 2 {
 			return fmt.Sprintf("%d runs, want the start run and exactly one on-demand run", n)
 		}
@@ -180,7 +180,7 @@ func TestProbeSlotsSerializeNodes(t *testing.T) {
 	for _, n := range nodes {
 		annotate(t, e, n, v1alpha1.ProbeRequestedAnnotation, "again")
 	}
-	eventually(t, 20*time.Second, func() string {
+	testenv.Eventually(t, 20*time.Second, func() string {
 		if n := rec.count(""); n != 4 {
 			return fmt.Sprintf("%d runs so far, want 4", n)
 		}
@@ -383,7 +383,7 @@ func TestKeepsResultWhileAPIServerIsDown(t *testing.T) {
 	}
 	down.Store(true)
 	close(proceed)
-	consistently(t, 2*time.Second, func() string {
+	testenv.Consistently(t, 2*time.Second, func() string {
 		if p := getProfile(t, e, node.Name); p != nil && p.Status.LastRunTime != nil {
 			return "the status was written during the outage"
 		}

@@ -146,7 +146,7 @@ func getProfile(t *testing.T, e *testenv.Env, name string) *v1alpha1.NodeIOProfi
 func waitForCondition(t *testing.T, e *testenv.Env, node, typ string, status metav1.ConditionStatus, reason string) *v1alpha1.NodeIOProfile {
 	t.Helper()
 	var p *v1alpha1.NodeIOProfile
-	eventually(t, 20*time.Second, func() string {
+	testenv.Eventually(t, 20*time.Second, func() string {
 		p = getProfile(t, e, node)
 		if p == nil {
 			return "no NodeIOProfile " + node
@@ -167,18 +167,6 @@ func annotate(t *testing.T, e *testenv.Env, node, key, value string) {
 	if err := e.Client.Patch(context.Background(), p, client.RawPatch("application/merge-patch+json", patch)); err != nil {
 		t.Fatalf("failed to annotate NodeIOProfile %s: %v", node, err)
 	}
-}
-
-// eventually polls cond until it returns "" or timeout passes, then fails with the last reason.
-func eventually(t *testing.T, timeout time.Duration, cond func() string) {
-	t.Helper()
-	testenv.Eventually(t, timeout, cond)
-}
-
-// consistently fails if cond reports a problem at any point during d.
-func consistently(t *testing.T, d time.Duration, cond func() string) {
-	t.Helper()
-	testenv.Consistently(t, d, cond)
 }
 
 // diskDir returns an empty directory on a disk filesystem.

@@ -10,6 +10,7 @@ import (
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/node-agent/readahead"
 	"github.com/dbtune/scratch-operator/node-agent/readahead/readaheadtest"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // sysfsReadAhead reads queue/read_ahead_kb directly, apart from the code under test.
@@ -49,8 +50,8 @@ func TestLoopDeviceAppliedAndRevertedOnTheRealHost(t *testing.T) {
 			return ""
 		}
 	}
-	eventually(t, readBack(2048))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, readBack(2048))
+	testenv.Eventually(t, waitTimeout, func() string {
 		if got, want := describe(device(a.profile(t), l.Name)), fmt.Sprintf(`%s %d/2048/2048 ""`, p.Name, original); got != want {
 			return fmt.Sprintf("%s: %s, want %s", l.Name, got, want)
 		}
@@ -61,8 +62,8 @@ func TestLoopDeviceAppliedAndRevertedOnTheRealHost(t *testing.T) {
 	})
 
 	remove(t, e, p)
-	eventually(t, readBack(original))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, readBack(original))
+	testenv.Eventually(t, waitTimeout, func() string {
 		if entries, err := readahead.NewStore(a.stateDir).Entries(); err != nil || len(entries) != 0 {
 			return fmt.Sprintf("state after the revert: %+v, %v", entries, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/node-agent/readahead"
 	"github.com/dbtune/scratch-operator/node-agent/readaheadctl"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // The "lvm" fixture has sda, sdb (128 KiB), the removable sdc, dm-0 (vg-root, 128 KiB) and dm-1
@@ -31,8 +32,8 @@ func TestAppliesPolicyReportsAndRevertsOnDeletion(t *testing.T) {
 
 	p := a.policy(t, "scan", 8192, "dm-*")
 	create(t, e, p)
-	eventually(t, a.values(map[string]int64{"dm-0": 8192, "dm-1": 8192, "sda": 128}))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, a.values(map[string]int64{"dm-0": 8192, "dm-1": 8192, "sda": 128}))
+	testenv.Eventually(t, waitTimeout, func() string {
 		prof := a.profile(t)
 		for dev, want := range map[string]string{"dm-0": p.Name + ` 128/8192/8192 ""`, "dm-1": p.Name + ` 4096/8192/8192 ""`} {
 			d := device(prof, dev)
@@ -54,7 +55,7 @@ func TestAppliesPolicyReportsAndRevertsOnDeletion(t *testing.T) {
 	if got := gauge(t, "dm-1"); got != 8192*1024 {
 		t.Errorf("dbtune_node_read_ahead_bytes{device=dm-1} = %v, want %v", got, 8192*1024)
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		st := a.getPolicy(t, p).Status
 		if st.NodesMatched != 1 || st.NodesApplied != 1 || st.NodesDegraded != 0 || st.ObservedGeneration != p.Generation {
 			return fmt.Sprintf("policy status %+v", st)
@@ -70,7 +71,7 @@ func TestAppliesPolicyReportsAndRevertsOnDeletion(t *testing.T) {
 	rv := a.profile(t).ResourceVersion
 	sets := len(a.host.Sets())
 	writes := a.statusWrites.Load()
-	consistently(t, 2*time.Second, func() string {
+	testenv.Consistently(t, 2*time.Second, func() string {
 		if got := a.profile(t).ResourceVersion; got != rv {
 			return "the NodeIOProfile was rewritten without a change: resourceVersion " + rv + " -> " + got
 		}
@@ -84,8 +85,8 @@ func TestAppliesPolicyReportsAndRevertsOnDeletion(t *testing.T) {
 	})
 
 	remove(t, e, p)
-	eventually(t, a.values(map[string]int64{"dm-0": 128, "dm-1": 4096}))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, a.values(map[string]int64{"dm-0": 128, "dm-1": 4096}))
+	testenv.Eventually(t, waitTimeout, func() string {
 		prof := a.profile(t)
 		if len(prof.Status.ReadAhead) != 0 {
 			return fmt.Sprintf("readAhead still lists %d devices", len(prof.Status.ReadAhead))
@@ -166,8 +167,8 @@ func TestPriorityDecidesAndTheLoserIsOverridden(t *testing.T) {
 	hi := a.policy(t, "hi", 2048, "sd?")
 	hi.Spec.Priority = 10
 	create(t, e, lo, hi)
-	eventually(t, a.values(map[string]int64{"sda": 2048, "sdb": 2048, "sdc": 128}))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, a.values(map[string]int64{"sda": 2048, "sdb": 2048, "sdc": 128}))
+	testenv.Eventually(t, waitTimeout, func() string {
 		d := device(a.profile(t), "sda")
 		want := hi.Name + " 128/2048/2048 \"\" overrides [" + lo.Name + "]"
 		if got := describe(d); got != want {
@@ -175,7 +176,7 @@ func TestPriorityDecidesAndTheLoserIsOverridden(t *testing.T) {
 		}
 		return ""
 	})
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		st := a.getPolicy(t, lo).Status
 		if got := condition(st.Conditions, v1alpha1.ConditionOverridden); got != fmt.Sprintf(
 			"True Overridden: ReadAheadPolicy %s wins on %s/sda; raise spec.priority to take these devices", hi.Name, a.node) {
@@ -194,8 +195,8 @@ func TestPriorityDecidesAndTheLoserIsOverridden(t *testing.T) {
 	// The winner goes: the loser takes its device over, the device only the winner selected
 	// gets its original back, and sda keeps the original saved before the first change.
 	remove(t, e, hi)
-	eventually(t, a.values(map[string]int64{"sda": 512, "sdb": 128}))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, a.values(map[string]int64{"sda": 512, "sdb": 128}))
+	testenv.Eventually(t, waitTimeout, func() string {
 		if got := describe(device(a.profile(t), "sda")); got != lo.Name+` 128/512/512 ""` {
 			return "sda: " + got
 		}
@@ -206,7 +207,7 @@ func TestPriorityDecidesAndTheLoserIsOverridden(t *testing.T) {
 		return ""
 	})
 	remove(t, e, lo)
-	eventually(t, a.values(map[string]int64{"sda": 128, "sdb": 128}))
+	testenv.Eventually(t, waitTimeout, a.values(map[string]int64{"sda": 128, "sdb": 128}))
 }
 
 func TestRevertsWhenTheNodeStopsMatching(t *testing.T) {
@@ -215,14 +216,14 @@ func TestRevertsWhenTheNodeStopsMatching(t *testing.T) {
 	a.start(t, a.config())
 	p := a.policy(t, "scan", 1024, "sd?")
 	create(t, e, p)
-	eventually(t, a.values(map[string]int64{"sda": 1024, "sdb": 1024}))
+	testenv.Eventually(t, waitTimeout, a.values(map[string]int64{"sda": 1024, "sdb": 1024}))
 
 	// With no probe around, the agent created the NodeIOProfile, owned by the Node.
 	node := &corev1.Node{}
 	if err := e.Client.Get(ctxFor(t), client.ObjectKey{Name: a.node}, node); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		prof := a.profile(t)
 		if prof == nil || len(prof.OwnerReferences) != 1 || prof.OwnerReferences[0].UID != node.UID || prof.OwnerReferences[0].Kind != "Node" {
 			return fmt.Sprintf("NodeIOProfile %+v is not owned by the Node", prof)
@@ -234,9 +235,9 @@ func TestRevertsWhenTheNodeStopsMatching(t *testing.T) {
 	if err := e.Client.Update(ctxFor(t), node); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, a.values(map[string]int64{"sda": 128, "sdb": 128}))
+	testenv.Eventually(t, waitTimeout, a.values(map[string]int64{"sda": 128, "sdb": 128}))
 	a.eventWith(t, readaheadctl.EventRestored, corev1.EventTypeNormal, "sda (8:0) 1024 -> 128 KiB; sdb (8:16) 1024 -> 128 KiB")
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		st := a.getPolicy(t, p).Status
 		if got := condition(st.Conditions, v1alpha1.ConditionApplied); !strings.HasPrefix(got, "False NoMatchingNodes") || st.NodesMatched != 0 {
 			return fmt.Sprintf("policy status %+v", st)
@@ -250,12 +251,12 @@ func TestRepairsDriftWithAnEvent(t *testing.T) {
 	a := newNode(t, e, "lvm")
 	a.start(t, a.config())
 	create(t, e, a.policy(t, "scan", 4096, "sdb"))
-	eventually(t, a.values(map[string]int64{"sdb": 4096}))
+	testenv.Eventually(t, waitTimeout, a.values(map[string]int64{"sdb": 4096}))
 
 	// `blockdev --setra 512 /dev/sdb` by hand.
 	sdb, _ := readahead.ParseDevNum("8:16")
 	a.host.AddDevice(readahead.DeviceID{Name: "sdb", Dev: sdb}, 256)
-	eventually(t, a.values(map[string]int64{"sdb": 4096}))
+	testenv.Eventually(t, waitTimeout, a.values(map[string]int64{"sdb": 4096}))
 	a.eventWith(t, readaheadctl.EventDriftRepaired, corev1.EventTypeWarning,
 		"sdb (8:16) was 256 KiB (the agent had set 4096), now 4096 KiB")
 	if e, _, _ := readahead.NewStore(a.stateDir).Entry(readahead.DeviceID{Name: "sdb", Dev: sdb}); e.OriginalKiB != 128 {
@@ -270,10 +271,10 @@ func TestFaultsBecomeConditionsAndTheAgentGoesOn(t *testing.T) {
 	scan := a.policy(t, "scan", 4096, "sd?")
 	nvme := a.policy(t, "nvme", 4096, "nvme*n1")
 	create(t, e, scan, nvme)
-	eventually(t, a.values(map[string]int64{"sda": 4096, "sdb": 4096}))
+	testenv.Eventually(t, waitTimeout, a.values(map[string]int64{"sda": 4096, "sdb": 4096}))
 
 	a.host.RemoveDevice("sdb")
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		prof := a.profile(t)
 		if prof == nil {
 			return "no NodeIOProfile"
@@ -305,8 +306,8 @@ func TestFaultsBecomeConditionsAndTheAgentGoesOn(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, a.values(map[string]int64{"sda": 1024}))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, a.values(map[string]int64{"sda": 1024}))
+	testenv.Eventually(t, waitTimeout, func() string {
 		st := a.getPolicy(t, scan).Status
 		if st.NodesDegraded != 1 || st.ObservedGeneration != latest.Generation ||
 			!strings.Contains(condition(st.Conditions, v1alpha1.ConditionDegraded), a.node+"/sdb: failed to read") {
@@ -329,7 +330,7 @@ func TestCorruptStateFileChangesNothing(t *testing.T) {
 	}
 	a.start(t, a.config())
 	create(t, e, a.policy(t, "scan", 4096, "sd?"))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		prof := a.profile(t)
 		if prof == nil {
 			return "no NodeIOProfile"
@@ -341,7 +342,7 @@ func TestCorruptStateFileChangesNothing(t *testing.T) {
 		}
 		return ""
 	})
-	consistently(t, time.Second, func() string {
+	testenv.Consistently(t, time.Second, func() string {
 		if sets := a.host.Sets(); len(sets) != 0 {
 			return fmt.Sprintf("the agent wrote with a corrupt state file: %+v", sets)
 		}
@@ -353,7 +354,7 @@ func TestCorruptStateFileChangesNothing(t *testing.T) {
 	if err := os.Rename(stateFile, stateFile+".broken"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, a.values(map[string]int64{"sda": 4096, "sdb": 4096}))
+	testenv.Eventually(t, waitTimeout, a.values(map[string]int64{"sda": 4096, "sdb": 4096}))
 }
 
 // countingHost counts reads, to tell when an agent has made a pass that changed nothing.
@@ -373,8 +374,8 @@ func TestRestartCarriesOnWithoutResavingOriginals(t *testing.T) {
 	a.start(t, a.config())
 	p := a.policy(t, "scan", 4096, "sda")
 	create(t, e, p)
-	eventually(t, a.values(map[string]int64{"sda": 4096}))
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, a.values(map[string]int64{"sda": 4096}))
+	testenv.Eventually(t, waitTimeout, func() string {
 		if got := describe(device(a.profile(t), "sda")); got != p.Name+` 128/4096/4096 ""` {
 			return "sda: " + got
 		}
@@ -399,7 +400,7 @@ func TestRestartCarriesOnWithoutResavingOriginals(t *testing.T) {
 	cfg := a.config()
 	cfg.Host = counting
 	a.start(t, cfg)
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		if counting.reads.Load() < 4 {
 			return "the new agent has not made two passes yet"
 		}
@@ -417,5 +418,5 @@ func TestRestartCarriesOnWithoutResavingOriginals(t *testing.T) {
 	}
 
 	remove(t, e, p)
-	eventually(t, a.values(map[string]int64{"sda": 128}))
+	testenv.Eventually(t, waitTimeout, a.values(map[string]int64{"sda": 128}))
 }

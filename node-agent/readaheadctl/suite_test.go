@@ -393,7 +393,7 @@ func (a *agent) events(t *testing.T, reason string) []eventsv1.Event {
 // eventWith waits for an Event about the Node with the reason and a note containing text.
 func (a *agent) eventWith(t *testing.T, reason, eventType, text string) {
 	t.Helper()
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		evs := a.events(t, reason)
 		for _, ev := range evs {
 			if ev.Type == eventType && strings.Contains(ev.Note, text) {
@@ -437,17 +437,8 @@ func labelValue(m *dto.Metric, name string) string {
 	return ""
 }
 
-// eventually polls cond until it returns "" or 30 s pass, then fails with the last reason.
-func eventually(t *testing.T, cond func() string) {
-	t.Helper()
-	testenv.Eventually(t, 30*time.Second, cond)
-}
-
-// consistently fails if cond reports a problem at any point during d.
-func consistently(t *testing.T, d time.Duration, cond func() string) {
-	t.Helper()
-	testenv.Consistently(t, d, cond)
-}
+// waitTimeout is how long testenv.Eventually waits here for the controller to act.
+const waitTimeout = 30 * time.Second
 
 func ctxFor(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // Samples the tests apply, as a user would.
@@ -126,20 +127,15 @@ func (s *suite) runKubectl(ctx context.Context, args ...string) ([]byte, error) 
 }
 
 // eventually polls check until it reports true, and fails t with the last state it reported when
-// waitTimeout passes first.
+// waitTimeout passes first (testenv.Eventually).
 func eventually(t *testing.T, what string, check func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		ok, state := check()
-		if ok {
-			return
+	testenv.Eventually(t, waitTimeout, func() string {
+		if ok, state := check(); !ok {
+			return "waiting for " + what + "; last seen: " + state
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s waiting for %s; last seen: %s", waitTimeout, what, state)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return ""
+	})
 }
 
 func (s *suite) get(t *testing.T, ns, name string, obj client.Object) {

@@ -265,11 +265,8 @@ func (c *cluster) create(t *testing.T, objs ...client.Object) {
 	}
 }
 
-// eventually polls cond until it returns "" or 30 s pass: a control plane on two busy cores.
-func eventually(t *testing.T, cond func() string) {
-	t.Helper()
-	testenv.Eventually(t, 30*time.Second, cond)
-}
+// waitTimeout is how long testenv.Eventually waits here for the controller to act.
+const waitTimeout = 30 * time.Second
 
 func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

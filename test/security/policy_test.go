@@ -54,7 +54,7 @@ func installPolicy(t *testing.T, c *cluster) {
 	}
 	// The API server type-checks the expressions against the StatefulSet schema and reports
 	// what it could not check, or found wrong, as warnings in the status.
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 		if err := c.admin.Get(ctxFor(t), client.ObjectKey{Name: policyName}, p); err != nil {
 			return err.Error()
@@ -70,7 +70,7 @@ func installPolicy(t *testing.T, c *cluster) {
 	ns := c.namespace(t)
 	c.create(t, newStatefulSet(ns, "policy-probe", false))
 	operator := c.as(t, operatorUser, operatorGroups...)
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		err := operator.Patch(ctxFor(t), newStatefulSet(ns, "policy-probe", false), injectionPatch("probe", "0"), client.DryRunAll)
 		if !deniedByPolicy(err) {
 			return fmt.Sprintf("the API server does not enforce the policy yet: a new injection on an unlabeled StatefulSet got %v", err)
@@ -163,7 +163,7 @@ func TestOperatorUnderOptInPolicy(t *testing.T) {
 	c.create(t, newStatefulSet(ns, "db", true), other,
 		newScratchVolume(ns, "tmp", "db"), newScratchVolume(ns, "tmp-other", "other"))
 
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		return conditionIs(t, c, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, v1alpha1.ReasonInjected)
 	})
 	if !carries(t, c, ns, "db", "tmp") {
@@ -172,7 +172,7 @@ func TestOperatorUnderOptInPolicy(t *testing.T) {
 
 	t.Run("an unlabeled StatefulSet is reported, not retried in a loop", func(t *testing.T) {
 		for _, typ := range []string{v1alpha1.ConditionInjected, v1alpha1.ConditionReady} {
-			eventually(t, func() string {
+			testenv.Eventually(t, waitTimeout, func() string {
 				return conditionIs(t, c, ns, "tmp-other", typ, metav1.ConditionFalse, v1alpha1.ReasonAdmissionDenied)
 			})
 		}
@@ -196,7 +196,7 @@ func TestOperatorUnderOptInPolicy(t *testing.T) {
 	})
 	t.Run("the label lets the injection through", func(t *testing.T) {
 		setOptIn(t, c, ns, "other", true)
-		eventually(t, func() string {
+		testenv.Eventually(t, waitTimeout, func() string {
 			return conditionIs(t, c, ns, "tmp-other", v1alpha1.ConditionInjected, metav1.ConditionTrue, v1alpha1.ReasonInjected)
 		})
 	})
@@ -206,7 +206,7 @@ func TestOperatorUnderOptInPolicy(t *testing.T) {
 		if err := c.admin.Patch(ctxFor(t), newScratchVolume(ns, "tmp-other", ""), mergePatch(`{"spec":{"size":"48Mi"}}`)); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, func() string {
+		testenv.Eventually(t, waitTimeout, func() string {
 			return conditionIs(t, c, ns, "tmp-other", v1alpha1.ConditionInjected, metav1.ConditionFalse, v1alpha1.ReasonAdmissionDenied)
 		})
 		if got := getSTS(t, c, ns, "other").Spec.Template.Annotations[v1alpha1.InjectionAnnotationPrefix+"tmp-other"]; got != hash {
@@ -221,7 +221,7 @@ func TestOperatorUnderOptInPolicy(t *testing.T) {
 		if err := c.admin.Delete(ctxFor(t), newScratchVolume(ns, "tmp-other", "")); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, func() string {
+		testenv.Eventually(t, waitTimeout, func() string {
 			err := c.admin.Get(ctxFor(t), client.ObjectKey{Namespace: ns, Name: "tmp-other"}, &v1alpha1.ScratchVolume{})
 			if !apierrors.IsNotFound(err) {
 				return fmt.Sprintf("ScratchVolume tmp-other is still there (%v): its finalizer waits for the revert", err)
@@ -347,7 +347,7 @@ func conditionIs(t *testing.T, c *cluster, ns, name, typ string, status metav1.C
 // assertWarning waits for a Warning Event with reason about the ScratchVolume.
 func assertWarning(t *testing.T, c *cluster, ns, name, reason string) {
 	t.Helper()
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		list := &eventsv1.EventList{}
 		if err := c.admin.List(ctxFor(t), list, client.InNamespace(ns)); err != nil {
 			return err.Error()

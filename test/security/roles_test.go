@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // The user ClusterRoles of config/rbac/users.
@@ -145,7 +146,7 @@ func TestBuiltInRolesAggregateTheUserRoles(t *testing.T) {
 // aggregation controller copies them verbatim.
 func waitAggregated(t *testing.T, c *cluster, builtin string, ours []string) {
 	t.Helper()
-	eventually(t, func() string {
+	testenv.Eventually(t, waitTimeout, func() string {
 		role := &rbacv1.ClusterRole{}
 		if err := c.admin.Get(ctxFor(t), client.ObjectKey{Name: builtin}, role); err != nil {
 			return err.Error()

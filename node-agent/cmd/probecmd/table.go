@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/dbtune/scratch-operator/api/quantity"
 	"github.com/dbtune/scratch-operator/node-agent/probe"
 )
 
@@ -160,22 +160,8 @@ func orDash(s string) string {
 	return s
 }
 
-// formatSize shows a size the way it was most likely given: binary units when it is a whole
-// number of them (128 MiB), decimal ones otherwise (5 MB), plain bytes below that (5000 B).
-func formatSize(n int64) string {
-	switch {
-	case n >= probe.GiB && n%probe.GiB == 0:
-		return strconv.FormatInt(n/probe.GiB, 10) + " GiB"
-	case n >= probe.MiB && n%probe.MiB == 0:
-		return strconv.FormatInt(n/probe.MiB, 10) + " MiB"
-	case n >= probe.KiB && n%probe.KiB == 0:
-		return strconv.FormatInt(n/probe.KiB, 10) + " KiB"
-	case n >= 1_000_000 && n%1_000_000 == 0:
-		return strconv.FormatInt(n/1_000_000, 10) + " MB"
-	default:
-		return strconv.FormatInt(n, 10) + " B"
-	}
-}
+// formatSize shows a size in the table as quantity.Spaced writes it.
+func formatSize(n int64) string { return quantity.Spaced(n) }
 
 func churnSizes(targets []probe.TargetResult) []int64 {
 	var sizes []int64

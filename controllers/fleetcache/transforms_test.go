@@ -1,4 +1,4 @@
-package controllers
+package fleetcache
 
 import (
 	"encoding/json"
@@ -15,19 +15,21 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/decide"
 	"github.com/dbtune/scratch-operator/controllers/inject"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 func TestTrimStatefulSet(t *testing.T) {
-	sts := fullStatefulSet("mariadb:11.4", nil, nil, "2Gi")
+	sts := testenv.FullStatefulSet("mariadb:11.4", nil, nil, "2Gi")
 	sts.Spec.Template.Annotations = map[string]string{"scratch.dbtune.io/tmp": "abc", "kubectl.kubernetes.io/restartedAt": "now"}
 	sts.Annotations = map[string]string{lastAppliedAnnotation: `{"kind":"StatefulSet"}`, "team": "db"}
 	sts.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
@@ -68,70 +70,11 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 func mustTrim(t *testing.T, obj any) any {
 	t.Helper()
-	out, err := trimStatefulSet(obj)
+	out, err := TrimStatefulSet(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// fullStatefulSet is a StatefulSet with much of what a pod template may hold, half-way through a
-// partitioned rollout.
-func fullStatefulSet(image string, args []string, env []corev1.EnvVar, limit string) *appsv1.StatefulSet {
-	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(3306)}}, PeriodSeconds: 10}
-	db := corev1.Container{
-		Name: "db", Image: image, Args: args, Env: env,
-		Ports:           []corev1.ContainerPort{{Name: "mysql", ContainerPort: 3306}},
-		LivenessProbe:   probe,
-		ReadinessProbe:  probe.DeepCopy(),
-		StartupProbe:    probe.DeepCopy(),
-		Lifecycle:       &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "5"}}}},
-		ResizePolicy:    []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired}},
-		SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](999)},
-		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse(limit)},
-			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(limit), corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")},
-		},
-		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/mysql"}},
-	}
-	sidecar := corev1.Container{
-		Name: "exporter", Image: "prom/mysqld-exporter:v0.15.1", Ports: []corev1.ContainerPort{{ContainerPort: 9104}},
-		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}},
-	}
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", UID: "u1", ResourceVersion: "7", Labels: map[string]string{"tier": "db"}}}
-	sts.Spec.Template.Labels = map[string]string{"app": "db"}
-	sts.Spec.Template.Spec = corev1.PodSpec{
-		InitContainers: []corev1.Container{{Name: "setup", Image: image, Command: []string{"true"}, StartupProbe: probe.DeepCopy()}},
-		Containers:     []corev1.Container{db, sidecar},
-		Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-			TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
-		}}}},
-		Tolerations:      []corev1.Toleration{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}},
-		NodeSelector:     map[string]string{"pool": "db"},
-		ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry"}},
-		DNSConfig:        &corev1.PodDNSConfig{Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("2")}}},
-		ReadinessGates:   []corev1.PodReadinessGate{{ConditionType: "example.com/ready"}},
-		Volumes:          []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db-conf"}}}}},
-	}
-	sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
-	sts.Spec.Replicas = ptr.To[int32](3)
-	sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
-		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](1)}}
-	sts.Generation = 4
-	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 4, Replicas: 3, ReadyReplicas: 3, UpdatedReplicas: 1,
-		CurrentRevision: "db-1", UpdateRevision: "db-2"}
-	return sts
-}
-
-func selectorScratchVolume(name string, change func(*v1alpha1.ScratchVolumeSpec)) v1alpha1.ScratchVolume {
-	sv := v1alpha1.ScratchVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name), Generation: 1}}
-	sv.Spec.Target.Selector = &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"tier": "db"}}
-	sv.Spec.Size = resource.MustParse("256Mi")
-	sv.Spec.Purpose = v1alpha1.PurposeMySQLTmpdir
-	if change != nil {
-		change(&sv.Spec)
-	}
-	return sv
 }
 
 // scratchVolumes is svs as a sync reads them, through pointers.
@@ -154,16 +97,16 @@ func TestTrimmedStatefulSetsReportTheSame(t *testing.T) {
 		sts  *appsv1.StatefulSet
 		svs  []*v1alpha1.ScratchVolume
 	}{
-		{"MariaDB, defaults", fullStatefulSet("mariadb:11.4", []string{"--innodb-buffer-pool-size=512M"}, nil, "2Gi"), scratchVolumes(selectorScratchVolume("a", nil))},
-		{"MySQL 8.4, Args", fullStatefulSet("mysql:8.4", nil, nil, "2048Mi"), scratchVolumes(selectorScratchVolume("a", func(s *v1alpha1.ScratchVolumeSpec) {
+		{"MariaDB, defaults", testenv.FullStatefulSet("mariadb:11.4", []string{"--innodb-buffer-pool-size=512M"}, nil, "2Gi"), scratchVolumes(testenv.SelectorScratchVolume("a", nil))},
+		{"MySQL 8.4, Args", testenv.FullStatefulSet("mysql:8.4", nil, nil, "2048Mi"), scratchVolumes(testenv.SelectorScratchVolume("a", func(s *v1alpha1.ScratchVolumeSpec) {
 			s.MySQL = &v1alpha1.MySQLSpec{Injection: v1alpha1.InjectionArgs}
 		}))},
-		{"Bitnami, ExtraFlags, Reserve", fullStatefulSet("bitnami/mariadb:11.4", nil, mariadbFlags, "2Gi"), scratchVolumes(selectorScratchVolume("a", func(s *v1alpha1.ScratchVolumeSpec) {
+		{"Bitnami, ExtraFlags, Reserve", testenv.FullStatefulSet("bitnami/mariadb:11.4", nil, mariadbFlags, "2Gi"), scratchVolumes(testenv.SelectorScratchVolume("a", func(s *v1alpha1.ScratchVolumeSpec) {
 			s.MySQL = &v1alpha1.MySQLSpec{Injection: v1alpha1.InjectionExtraFlags}
 			s.Memory = v1alpha1.MemorySpec{Accounting: v1alpha1.MemoryReserve}
 		}))},
-		{"limit too small", fullStatefulSet("mariadb:11.4", nil, nil, "200Mi"), scratchVolumes(selectorScratchVolume("a", nil))},
-		{"two ScratchVolumes", fullStatefulSet("mysql:8.0.39", nil, nil, "4Gi"), scratchVolumes(selectorScratchVolume("a", nil), selectorScratchVolume("b", nil))},
+		{"limit too small", testenv.FullStatefulSet("mariadb:11.4", nil, nil, "200Mi"), scratchVolumes(testenv.SelectorScratchVolume("a", nil))},
+		{"two ScratchVolumes", testenv.FullStatefulSet("mysql:8.0.39", nil, nil, "4Gi"), scratchVolumes(testenv.SelectorScratchVolume("a", nil), testenv.SelectorScratchVolume("b", nil))},
 	}
 	opts := []cmp.Option{cmp.Exporter(func(reflect.Type) bool { return true }), cmpopts.EquateEmpty()}
 	for _, c := range cases {
@@ -171,30 +114,33 @@ func TestTrimmedStatefulSetsReportTheSame(t *testing.T) {
 			full := c.sts
 			for round := range 2 {
 				trimmed := mustTrim(t, full.DeepCopy()).(*appsv1.StatefulSet)
-				if !inputsOf(full, c.svs).equal(inputsOf(trimmed, c.svs)) {
-					t.Errorf("round %d: the decision inputs differ: whole %+v, trimmed %+v", round, inputsOf(full, c.svs), inputsOf(trimmed, c.svs))
+				if !InputsOf(full, c.svs).equal(InputsOf(trimmed, c.svs)) {
+					t.Errorf("round %d: the decision inputs differ: whole %+v, trimmed %+v", round, InputsOf(full, c.svs), InputsOf(trimmed, c.svs))
 				}
 				if diff := cmp.Diff(inject.ScratchVolumes(&full.Spec.Template), inject.ScratchVolumes(&trimmed.Spec.Template)); diff != "" {
 					t.Errorf("round %d: the injected-by index differs (-whole +trimmed):\n%s", round, diff)
 				}
-				tp := planTarget(c.svs, full)
+				tp := decide.PlanTarget(c.svs, full)
 				for i := range c.svs {
-					whole, cached := newReport(c.svs[i], WriteWarRule{}), newReport(c.svs[i], WriteWarRule{})
-					whole.add(full, tp.outcomes[c.svs[i].Name])
-					cached.add(trimmed, tp.outcomes[c.svs[i].Name])
+					whole, cached := decide.NewReport(c.svs[i], decide.WriteWarRule{}), decide.NewReport(c.svs[i], decide.WriteWarRule{})
+					whole.Found(1)
+					cached.Found(1)
+					whole.Add(full, tp.Outcomes[c.svs[i].Name])
+					cached.Add(trimmed, tp.Outcomes[c.svs[i].Name])
 					if diff := cmp.Diff(whole, cached, opts...); diff != "" {
 						t.Errorf("round %d, %s: the status from the trimmed StatefulSet differs (-whole +trimmed):\n%s", round, c.svs[i].Name, diff)
 					}
-					if round == 1 && len(whole.targets) == 1 && whole.targets[0].Injected && len(whole.rollout) == 0 {
+					st, _ := whole.Status()
+					if round == 1 && len(st.Targets) == 1 && st.Targets[0].Injected && meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionRolledOut) {
 						t.Errorf("round %d, %s: a partitioned rollout half-way was reported done", round, c.svs[i].Name)
 					}
 				}
-				if round == 1 && !tp.settled() {
-					t.Errorf("the injected StatefulSet is not settled: desired %+v, observed %+v, pending %v", tp.desired, tp.observed, tp.pending)
+				if round == 1 && !tp.Settled() {
+					t.Errorf("the injected StatefulSet is not settled: desired %+v, observed %+v, pending %v", tp.Desired, tp.Observed, tp.Pending)
 				}
 				// The next round reports the StatefulSet as the injection leaves it.
 				full = full.DeepCopy()
-				full.Spec.Template = inject.Inject(full.Spec.Template, winningPlans(tp.outcomes))
+				full.Spec.Template = inject.Inject(full.Spec.Template, decide.WinningPlans(tp.Outcomes))
 			}
 		})
 	}
@@ -203,15 +149,15 @@ func TestTrimmedStatefulSetsReportTheSame(t *testing.T) {
 // TestPlannedContainer checks what a remembered decision keeps of the container that gets the
 // volume: a copy of what limitsFor reads, held once for the decisions that keep an equal one.
 func TestPlannedContainer(t *testing.T) {
-	a := fullStatefulSet("mariadb:11.4", []string{"--innodb-buffer-pool-size=1G"}, nil, "2Gi")
-	b := fullStatefulSet("mysql:8.4", []string{"--innodb-buffer-pool-size=1G"}, nil, "2Gi")
-	c := fullStatefulSet("mysql:8.4", []string{"--innodb-buffer-pool-size=1G"}, nil, "3Gi")
-	ca := plannedContainer(a, "db")
+	a := testenv.FullStatefulSet("mariadb:11.4", []string{"--innodb-buffer-pool-size=1G"}, nil, "2Gi")
+	b := testenv.FullStatefulSet("mysql:8.4", []string{"--innodb-buffer-pool-size=1G"}, nil, "2Gi")
+	c := testenv.FullStatefulSet("mysql:8.4", []string{"--innodb-buffer-pool-size=1G"}, nil, "3Gi")
+	ca := decide.PlannedContainer(a, "db")
 	want := corev1.Container{Name: "db", Args: []string{"--innodb-buffer-pool-size=1G"}, Resources: *a.Spec.Template.Spec.Containers[0].Resources.DeepCopy()}
 	if diff := cmp.Diff(want, *ca); diff != "" {
 		t.Errorf("planned container (-want +got):\n%s", diff)
 	}
-	if plannedContainer(a, "nope") != nil {
+	if decide.PlannedContainer(a, "nope") != nil {
 		t.Error("a container that is not there was found")
 	}
 	a.Spec.Template.Spec.Containers[0].Args[0] = "changed"
@@ -220,7 +166,7 @@ func TestPlannedContainer(t *testing.T) {
 		t.Errorf("the planned container changed with its StatefulSet (-want +got):\n%s", diff)
 	}
 	var shared sharedValues[corev1.Container]
-	sb, sb2, sc := shared.intern(plannedContainer(b, "db")), shared.intern(plannedContainer(b.DeepCopy(), "db")), shared.intern(plannedContainer(c, "db"))
+	sb, sb2, sc := shared.intern(decide.PlannedContainer(b, "db")), shared.intern(decide.PlannedContainer(b.DeepCopy(), "db")), shared.intern(decide.PlannedContainer(c, "db"))
 	if sb != sb2 {
 		t.Error("two equal containers are held twice")
 	}
@@ -246,7 +192,7 @@ func TestShareConfigMapData(t *testing.T) {
 		return &corev1.ConfigMap{Data: map[string]string{"dbtune.cnf": strings.Clone(s)}}
 	}
 	cached := func(cm *corev1.ConfigMap) string {
-		out, err := shareConfigMapData(cm)
+		out, err := ShareConfigMapData(cm)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,7 +206,7 @@ func TestShareConfigMapData(t *testing.T) {
 	if unsafe.StringData(a) != unsafe.StringData(b) {
 		t.Error("two ConfigMaps with the same file hold two copies of it")
 	}
-	if sts := (&appsv1.StatefulSet{}); func() any { o, _ := shareConfigMapData(sts); return o }() != sts {
+	if sts := (&appsv1.StatefulSet{}); func() any { o, _ := ShareConfigMapData(sts); return o }() != sts {
 		t.Error("another kind was not passed through")
 	}
 }
@@ -282,7 +228,7 @@ func TestShareMetadata(t *testing.T) {
 	cached := func(c *corev1.ConfigMap) *corev1.ConfigMap {
 		want := c.DeepCopy()
 		want.Annotations = nil
-		out, err := shareConfigMapData(c)
+		out, err := ShareConfigMapData(c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -352,7 +298,7 @@ func TestShareTargetStatuses(t *testing.T) {
 	want := decoded.DeepCopy()
 	want.ManagedFields = nil
 
-	out, err := shareTargetStatuses(decoded)
+	out, err := ShareTargetStatuses(decoded)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +325,7 @@ func TestShareTargetStatuses(t *testing.T) {
 	if len(ts[1].TempLocations) != 2 || len(ts[4].TempLocations) != 2 {
 		t.Error("appending to one target's locations changed another's")
 	}
-	if sts := (&appsv1.StatefulSet{}); func() any { o, _ := shareTargetStatuses(sts); return o }() != sts {
+	if sts := (&appsv1.StatefulSet{}); func() any { o, _ := ShareTargetStatuses(sts); return o }() != sts {
 		t.Error("another kind was not passed through")
 	}
 }
@@ -390,7 +336,7 @@ func TestShareTargetStatuses(t *testing.T) {
 func BenchmarkCachedObjects(b *testing.B) {
 	const n = 2000
 	sts := func(i int) *appsv1.StatefulSet {
-		s := fullStatefulSet("mysql:8.4", nil, nil, "2Gi")
+		s := testenv.FullStatefulSet("mysql:8.4", nil, nil, "2Gi")
 		s.Name, s.UID = fmt.Sprintf("db-%04d", i), types.UID(fmt.Sprintf("6f1e3c52-4b7a-4e8e-9a1c-%012d", i))
 		s.Labels = map[string]string{"app.kubernetes.io/name": "mysql", "app.kubernetes.io/part-of": "fleet", "tier": "db"}
 		s.Annotations = map[string]string{lastAppliedAnnotation: strings.Repeat("x", 3000)}
@@ -410,7 +356,7 @@ func BenchmarkCachedObjects(b *testing.B) {
 		}
 	}
 	sv := func(i int) *v1alpha1.ScratchVolume {
-		s := selectorScratchVolume(fmt.Sprintf("tmp-%d", i), nil)
+		s := testenv.SelectorScratchVolume(fmt.Sprintf("tmp-%d", i), nil)
 		for t := range 100 {
 			s.Status.Targets = append(s.Status.Targets, v1alpha1.ScratchTargetStatus{Name: fmt.Sprintf("db-%04d", t), Container: "mysql",
 				Flavor: v1alpha1.FlavorMySQL, Version: "8.4.2", Injected: true, ConfigHash: "5d41402abc4b2a76", Injection: v1alpha1.InjectionArgs,
@@ -430,9 +376,9 @@ func BenchmarkCachedObjects(b *testing.B) {
 		decode    func(any) any
 		transform toolscache.TransformFunc
 	}{
-		{"StatefulSet", n, func(i int) any { return sts(i) }, decodeProto[appsv1.StatefulSet], trimStatefulSet},
-		{"ConfigMap", n, func(i int) any { return cm(i) }, decodeProto[corev1.ConfigMap], shareConfigMapData},
-		{"ScratchVolumeTarget", 100, func(i int) any { return sv(i) }, decodeJSON[v1alpha1.ScratchVolume], shareTargetStatuses},
+		{"StatefulSet", n, func(i int) any { return sts(i) }, decodeProto[appsv1.StatefulSet], TrimStatefulSet},
+		{"ConfigMap", n, func(i int) any { return cm(i) }, decodeProto[corev1.ConfigMap], ShareConfigMapData},
+		{"ScratchVolumeTarget", 100, func(i int) any { return sv(i) }, decodeJSON[v1alpha1.ScratchVolume], ShareTargetStatuses},
 	} {
 		objects := n
 		if c.count != n {

@@ -1,17 +1,18 @@
-package controllers
+package decide
+
+// This file decides the write-war verdict: when the controller stops restoring entries another writer
+// keeps removing from a StatefulSet, for how long, and what the status and the Event say about it.
 
 import (
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dbtune/scratch-operator/api/conditions"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
@@ -40,7 +41,8 @@ type WriteWarRule struct {
 	Window time.Duration
 }
 
-func (w WriteWarRule) orDefaults() WriteWarRule {
+// OrDefaults is w with the defaults in place of its zero fields.
+func (w WriteWarRule) OrDefaults() WriteWarRule {
 	if w.Restores <= 0 {
 		w.Restores = DefaultWriteWarRestores
 	}
@@ -60,77 +62,79 @@ func (w WriteWarRule) holdFor(n int32) time.Duration {
 	return min(d, maxHoldWindows*w.Window)
 }
 
-// writeGuard is what the controller remembers of its restores on one StatefulSet. It lives in the
+// Guard is what the controller remembers of its restores on one StatefulSet. It lives in the
 // reconciler and, for a restarted manager, in status.targets[] of the ScratchVolumes that select
 // the StatefulSet.
-type writeGuard struct {
-	restores []metav1.Time
-	war      *v1alpha1.WriteWar
+type Guard struct {
+	// Restores are the times of the restores within the window.
+	Restores []metav1.Time
+	// War is the fight going on, nil when there is none.
+	War *v1alpha1.WriteWar
 }
 
 // prune drops the restores that fell out of the window.
-func (g writeGuard) prune(now time.Time, w WriteWarRule) writeGuard {
+func (g Guard) prune(now time.Time, w WriteWarRule) Guard {
 	var kept []metav1.Time
-	for _, t := range g.restores {
+	for _, t := range g.Restores {
 		if now.Sub(t.Time) < w.Window {
 			kept = append(kept, t)
 		}
 	}
-	g.restores = kept
+	g.Restores = kept
 	return g
 }
 
-// beforeRestore applies the rule before a write that puts back entries someone removed; key
+// BeforeRestore applies the rule before a write that puts back entries someone removed; key
 // identifies what the controller wants written (a new spec makes a new key). It returns the new
 // state, whether to hold off instead of writing, and whether a new hold begins (the first of a
 // fight has Holds 1).
-func (w WriteWarRule) beforeRestore(g writeGuard, now time.Time, key string) (next writeGuard, hold, fresh bool) {
+func (w WriteWarRule) BeforeRestore(g Guard, now time.Time, key string) (next Guard, hold, fresh bool) {
 	g = g.prune(now, w)
 	hold1 := func(n int32) *v1alpha1.WriteWar {
 		return &v1alpha1.WriteWar{Holds: n, HeldSince: metav1.NewTime(now), RetryAt: metav1.NewTime(now.Add(w.holdFor(n))), ConfigHash: key}
 	}
 	switch {
-	case g.war == nil && len(g.restores) < w.Restores:
+	case g.War == nil && len(g.Restores) < w.Restores:
 		return g, false, false
-	case g.war == nil:
-		g.war = hold1(1)
+	case g.War == nil:
+		g.War = hold1(1)
 		return g, true, true
-	case !g.war.TriedAt.IsZero():
+	case !g.War.TriedAt.IsZero():
 		// The try after the last hold was undone before the window passed: the writer is still at it.
-		g.war = hold1(g.war.Holds + 1)
+		g.War = hold1(g.War.Holds + 1)
 		return g, true, true
-	case g.war.ConfigHash == key && now.Before(g.war.RetryAt.Time):
+	case g.War.ConfigHash == key && now.Before(g.War.RetryAt.Time):
 		return g, true, false
 	}
 	// The hold is over, or the spec changed: try once.
 	return g, false, false
 }
 
-// afterWrite records a write: a restore counts towards the window, and any write during a fight is
+// AfterWrite records a write: a restore counts towards the window, and any write during a fight is
 // the one try the hold allows.
-func (w WriteWarRule) afterWrite(g writeGuard, now time.Time, restore bool) writeGuard {
+func (w WriteWarRule) AfterWrite(g Guard, now time.Time, restore bool) Guard {
 	if restore {
-		g.restores = append(g.restores, metav1.NewTime(now))
-		if n := len(g.restores); n > maxRestoresKept {
-			g.restores = g.restores[n-maxRestoresKept:]
+		g.Restores = append(g.Restores, metav1.NewTime(now))
+		if n := len(g.Restores); n > maxRestoresKept {
+			g.Restores = g.Restores[n-maxRestoresKept:]
 		}
 	}
-	if g.war != nil {
-		war := g.war.DeepCopy()
+	if g.War != nil {
+		war := g.War.DeepCopy()
 		war.TriedAt = metav1.NewTime(now)
-		g.war = war
+		g.War = war
 	}
 	return g
 }
 
-// settled updates the state when the StatefulSet carries every entry and nothing is written: a
+// Settled updates the state when the StatefulSet carries every entry and nothing is written: a
 // try that survived the window ends the fight.
-func (w WriteWarRule) settled(g writeGuard, now time.Time) writeGuard {
+func (w WriteWarRule) Settled(g Guard, now time.Time) Guard {
 	g = g.prune(now, w)
-	if g.war == nil {
+	if g.War == nil {
 		return g
 	}
-	war := g.war.DeepCopy()
+	war := g.War.DeepCopy()
 	if war.TriedAt.IsZero() {
 		// The entries came back without the controller writing them: count from now.
 		war.TriedAt = metav1.NewTime(now)
@@ -138,55 +142,27 @@ func (w WriteWarRule) settled(g writeGuard, now time.Time) writeGuard {
 	if now.Sub(war.TriedAt.Time) >= w.Window {
 		war = nil
 	}
-	g.war = war
+	g.War = war
 	return g
 }
 
-// wake is when the guard needs the next reconcile without an event: the end of a hold, or the end
+// Wake is when the guard needs the next reconcile without an event: the end of a hold, or the end
 // of the window a try must survive; zero when nothing waits.
-func (w WriteWarRule) wake(g writeGuard) time.Time {
+func (w WriteWarRule) Wake(g Guard) time.Time {
 	switch {
-	case g.war == nil:
+	case g.War == nil:
 		return time.Time{}
-	case g.war.TriedAt.IsZero():
-		return g.war.RetryAt.Time
+	case g.War.TriedAt.IsZero():
+		return g.War.RetryAt.Time
 	default:
-		return g.war.TriedAt.Add(w.Window)
+		return g.War.TriedAt.Add(w.Window)
 	}
 }
 
-// guardStore keeps the writeGuard of every StatefulSet the controller restored recently. It is the
-// authority while the manager runs (the cached status of a ScratchVolume can lag behind the last
-// restore); the status copy seeds it after a restart.
-type guardStore struct {
-	mu     sync.Mutex
-	guards map[types.NamespacedName]writeGuard
-}
-
-// update runs fn on the guard of key, seeding it from svs' status when the store has none.
-func (s *guardStore) update(key types.NamespacedName, svs []*v1alpha1.ScratchVolume, fn func(writeGuard) writeGuard) writeGuard {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.guards == nil {
-		s.guards = map[types.NamespacedName]writeGuard{}
-	}
-	g, ok := s.guards[key]
-	if !ok {
-		g = guardFromStatus(svs, key.Name)
-	}
-	g = fn(g)
-	if len(g.restores) == 0 && g.war == nil {
-		delete(s.guards, key)
-	} else {
-		s.guards[key] = g
-	}
-	return g
-}
-
-// guardFromStatus merges what the ScratchVolumes' status says about target: every restore, and
+// GuardFromStatus merges what the ScratchVolumes' status says about target: every restore, and
 // the fight with the most holds.
-func guardFromStatus(svs []*v1alpha1.ScratchVolume, target string) writeGuard {
-	var g writeGuard
+func GuardFromStatus(svs []*v1alpha1.ScratchVolume, target string) Guard {
+	var g Guard
 	seen := map[time.Time]bool{}
 	for i := range svs {
 		for _, ts := range svs[i].Status.Targets {
@@ -196,21 +172,21 @@ func guardFromStatus(svs []*v1alpha1.ScratchVolume, target string) writeGuard {
 			for _, t := range ts.Restores {
 				if !seen[t.Time] {
 					seen[t.Time] = true
-					g.restores = append(g.restores, t)
+					g.Restores = append(g.Restores, t)
 				}
 			}
-			if ts.WriteWar != nil && (g.war == nil || ts.WriteWar.Holds > g.war.Holds) {
-				g.war = ts.WriteWar.DeepCopy()
+			if ts.WriteWar != nil && (g.War == nil || ts.WriteWar.Holds > g.War.Holds) {
+				g.War = ts.WriteWar.DeepCopy()
 			}
 		}
 	}
-	sort.Slice(g.restores, func(i, j int) bool { return g.restores[i].Before(&g.restores[j]) })
+	sort.Slice(g.Restores, func(i, j int) bool { return g.Restores[i].Before(&g.Restores[j]) })
 	return g
 }
 
-// configKey identifies what the controller wants on a StatefulSet: every ScratchVolume's config
+// ConfigKey identifies what the controller wants on a StatefulSet: every ScratchVolume's config
 // hash.
-func configKey(desired inject.Entries) string {
+func ConfigKey(desired inject.Entries) string {
 	keys := make([]string, 0, len(desired.Annotations))
 	for k, v := range desired.Annotations {
 		if strings.HasPrefix(k, v1alpha1.InjectionAnnotationPrefix) {
@@ -264,12 +240,12 @@ func containsEqual[T any](items []T, v T) bool {
 	return false
 }
 
-// templateWriters names the field managers that write sts's pod template with updates, newest
+// TemplateWriters names the field managers that write sts's pod template with updates, newest
 // first: those can remove entries they never owned, where an apply only removes its own. The
 // controller itself and the status writers are left out. A manager that only removed fields is
 // not recorded by the API server, so the list names who writes the template, which is the
 // remover unless a manager that never touches the template removed the entries.
-func templateWriters(sts *appsv1.StatefulSet) []string {
+func TemplateWriters(sts *appsv1.StatefulSet) []string {
 	type writer struct {
 		name string
 		at   time.Time
@@ -306,8 +282,8 @@ func ownsTemplate(f *metav1.FieldsV1) bool {
 	return ok
 }
 
-// fightMessage is the condition message of a StatefulSet the controller holds off writing.
-func fightMessage(sts string, war *v1alpha1.WriteWar, w WriteWarRule) string {
+// FightMessage is the condition message of a StatefulSet the controller holds off writing.
+func FightMessage(sts string, war *v1alpha1.WriteWar, w WriteWarRule) string {
 	who := "another writer (the StatefulSet's managedFields name no other manager of its pod template)"
 	if len(war.FieldManagers) > 0 {
 		who = conditions.Plural(len(war.FieldManagers), "field manager ", "field managers ") + conditions.Names(war.FieldManagers, 3)
@@ -325,4 +301,12 @@ func fightMessage(sts string, war *v1alpha1.WriteWar, w WriteWarRule) string {
 		"make that writer keep fields it does not own (server-side apply, or updates of the live object), or configure "+
 		"the RAM tmpdir through it",
 		who, what, why, sts, war.RetryAt.UTC().Format(time.RFC3339))
+}
+
+// WithWriters is g at the start of a hold, naming the writers of sts's pod template (from its
+// managedFields, which the cache drops: sts is the whole object) and the entries removed.
+func (g Guard) WithWriters(sts *appsv1.StatefulSet, removed []string) Guard {
+	g.War = g.War.DeepCopy()
+	g.War.FieldManagers, g.War.Removed = TemplateWriters(sts), removed
+	return g
 }

@@ -1,4 +1,6 @@
-package controllers
+package decide
+
+// This file decides whether another controller runs a StatefulSet, which leaves it alone.
 
 import (
 	"fmt"
@@ -40,4 +42,12 @@ func controlledElsewhere(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) *i
 			"entries of other field managers (server-side apply), add {apiGroup: %s, kind: %s} to "+
 			"spec.target.allowedControllers",
 		sts.Name, ref.Kind, ref.Name, group, gv.Group, ref.Kind)}
+}
+
+// ControllerName names the controlling owner of sts as a decision depends on it, "" for none.
+func ControllerName(sts *appsv1.StatefulSet) string {
+	if ref := metav1.GetControllerOfNoCopy(sts); ref != nil {
+		return ref.APIVersion + "/" + ref.Kind + "/" + ref.Name
+	}
+	return ""
 }

@@ -1,4 +1,4 @@
-package controllers
+package fleetcache
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/decide"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 )
 
@@ -24,12 +25,12 @@ func decisionFixture() (*appsv1.StatefulSet, []*v1alpha1.ScratchVolume) {
 	return sts, []*v1alpha1.ScratchVolume{sv("old", "sv-1"), sv("new", "sv-2")}
 }
 
-func decidedFor(svs []*v1alpha1.ScratchVolume) map[string]*outcome {
-	return map[string]*outcome{
-		svs[0].Name: {sv: svs[0], plan: &inject.Plan{
+func decidedFor(svs []*v1alpha1.ScratchVolume) map[string]*decide.Outcome {
+	return map[string]*decide.Outcome{
+		svs[0].Name: {SV: svs[0], Plan: &inject.Plan{
 			ScratchVolume: svs[0].Name, Hash: "h0", ConfigKey: "k", ConfigData: "[mysqld]", Init: &corev1.Container{Name: "init"},
-		}, hash: "h0", container: &corev1.Container{Name: "db", Args: []string{"--innodb-buffer-pool-size=1G"}}},
-		svs[1].Name: {sv: svs[1], problem: &inject.Problem{Reason: v1alpha1.ReasonScratchVolumeConflict}, kept: true},
+		}, Hash: "h0", Container: &corev1.Container{Name: "db", Args: []string{"--innodb-buffer-pool-size=1G"}}},
+		svs[1].Name: {SV: svs[1], Problem: &inject.Problem{Reason: v1alpha1.ReasonScratchVolumeConflict}, Kept: true},
 	}
 }
 
@@ -89,12 +90,12 @@ func TestDecisionReuse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var s decisionStore
+			var s Decisions
 			sts, svs := decisionFixture()
 			decided := decidedFor(svs)
-			s.remember(key, inputsOf(sts, svs), decided)
+			s.Remember(key, InputsOf(sts, svs), decided)
 			svs = tt.change(sts, svs)
-			got, ok := s.reuse(key, inputsOf(sts, svs), svs)
+			got, ok := s.Reuse(key, InputsOf(sts, svs), svs)
 			if ok != tt.reused {
 				t.Fatalf("reused = %v, want %v", ok, tt.reused)
 			}
@@ -103,15 +104,15 @@ func TestDecisionReuse(t *testing.T) {
 			}
 			for i := range svs {
 				o := got[svs[i].Name]
-				if o == nil || o.sv != svs[i] {
+				if o == nil || o.SV != svs[i] {
 					t.Fatalf("outcome of %s does not carry the ScratchVolume read now", svs[i].Name)
 				}
 				want := decided[svs[i].Name]
-				if (o.plan == nil) != (want.plan == nil) || o.problem != want.problem || o.kept != want.kept || !reflect.DeepEqual(o.container, want.container) {
+				if (o.Plan == nil) != (want.Plan == nil) || o.Problem != want.Problem || o.Kept != want.Kept || !reflect.DeepEqual(o.Container, want.Container) {
 					t.Errorf("outcome of %s = %+v, want %+v", svs[i].Name, *o, *want)
 				}
-				if o.plan != nil && (o.hash != want.hash || o.plan.ConfigData != want.plan.ConfigData || o.plan.Init != nil) {
-					t.Errorf("plan of %s kept as %+v: want its hash and drop-in, not the entries to write", svs[i].Name, *o.plan)
+				if o.Plan != nil && (o.Hash != want.Hash || o.Plan.ConfigData != want.Plan.ConfigData || o.Plan.Init != nil) {
+					t.Errorf("plan of %s kept as %+v: want its hash and drop-in, not the entries to write", svs[i].Name, *o.Plan)
 				}
 				if o == want {
 					t.Errorf("outcome of %s is the remembered one, which concurrent syncs would share", svs[i].Name)
@@ -125,29 +126,29 @@ func TestDecisionReuse(t *testing.T) {
 // and that the store stays bounded.
 func TestDecisionForgetting(t *testing.T) {
 	sts, svs := decisionFixture()
-	in := inputsOf(sts, svs)
-	var s decisionStore
+	in := InputsOf(sts, svs)
+	var s Decisions
 	db, other := types.NamespacedName{Namespace: "ns", Name: "db"}, types.NamespacedName{Namespace: "ns", Name: "other"}
 	elsewhere := types.NamespacedName{Namespace: "ns2", Name: "db"}
 	for _, k := range []types.NamespacedName{db, other, elsewhere} {
-		s.remember(k, in, decidedFor(svs))
+		s.Remember(k, in, decidedFor(svs))
 	}
-	s.forget(other)
-	if _, ok := s.reuse(other, in, svs); ok {
+	s.Forget(other)
+	if _, ok := s.Reuse(other, in, svs); ok {
 		t.Error("the decision on a deleted StatefulSet was kept")
 	}
-	s.forgetScratchVolume(types.NamespacedName{Namespace: "ns", Name: "new"})
-	if _, ok := s.reuse(db, in, svs); ok {
+	s.ForgetScratchVolume(types.NamespacedName{Namespace: "ns", Name: "new"})
+	if _, ok := s.Reuse(db, in, svs); ok {
 		t.Error("a decision a deleted ScratchVolume took part in was kept")
 	}
-	if _, ok := s.reuse(elsewhere, in, svs); !ok {
+	if _, ok := s.Reuse(elsewhere, in, svs); !ok {
 		t.Error("a ScratchVolume of the same name in another namespace took a decision with it")
 	}
 
 	for i := range maxDecisions + 10 {
-		s.remember(types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("sts-", i)}, in, decidedFor(svs))
+		s.Remember(types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("sts-", i)}, in, decidedFor(svs))
 	}
-	if n := s.size(); n != maxDecisions {
+	if n := s.Len(); n != maxDecisions {
 		t.Errorf("%d decisions kept, want the bound %d", n, maxDecisions)
 	}
 }
@@ -165,14 +166,14 @@ func TestRememberedPlansAreShared(t *testing.T) {
 	sts := func(name string) *appsv1.StatefulSet {
 		return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name), Generation: 1}}
 	}
-	var s decisionStore
+	var s Decisions
 	plans := map[string]*inject.Plan{
 		"a": plan("a", "ha", "[mysqld]\ntmpdir=/var/lib/mysql-tmp\n"),
 		"b": plan("b", "hb", "[mysqld]\ntmpdir=/var/lib/mysql-tmp\n"),
 		"c": plan("c", "hc", "[mysqld]\ntmpdir=/tmp/ram\n"),
 	}
 	for name, p := range plans {
-		s.remember(types.NamespacedName{Namespace: "ns", Name: name}, inputsOf(sts(name), svs), map[string]*outcome{"tmp": {plan: p, hash: p.Hash}})
+		s.Remember(types.NamespacedName{Namespace: "ns", Name: name}, InputsOf(sts(name), svs), map[string]*decide.Outcome{"tmp": {Plan: p, Hash: p.Hash}})
 	}
 	kept := func(name string) *inject.Plan {
 		return s.decisions[types.NamespacedName{Namespace: "ns", Name: name}].outcomes[0].plan
@@ -184,16 +185,16 @@ func TestRememberedPlansAreShared(t *testing.T) {
 		t.Errorf("a different drop-in file was not kept as it is: %q", kept("c").ConfigData)
 	}
 	for name, want := range plans {
-		got, ok := s.reuse(types.NamespacedName{Namespace: "ns", Name: name}, inputsOf(sts(name), svs), svs)
+		got, ok := s.Reuse(types.NamespacedName{Namespace: "ns", Name: name}, InputsOf(sts(name), svs), svs)
 		if !ok {
 			t.Fatalf("%s: no decision", name)
 		}
 		o := got["tmp"]
-		if p := o.plan; o.hash != want.Hash || p.ConfigVolume == nil || p.ConfigData != want.ConfigData || len(p.Locations) != 1 {
-			t.Errorf("%s: reused hash %s and plan %+v, want the hash %s, a drop-in volume and file, the locations", name, o.hash, *p, want.Hash)
+		if p := o.Plan; o.Hash != want.Hash || p.ConfigVolume == nil || p.ConfigData != want.ConfigData || len(p.Locations) != 1 {
+			t.Errorf("%s: reused hash %s and plan %+v, want the hash %s, a drop-in volume and file, the locations", name, o.Hash, *p, want.Hash)
 		}
-		if o.plan != kept(name) || o.plan.Hash != "" {
-			t.Errorf("%s: the reused plan is a copy, or the shared one carries a target's hash (%q)", name, o.plan.Hash)
+		if o.Plan != kept(name) || o.Plan.Hash != "" {
+			t.Errorf("%s: the reused plan is a copy, or the shared one carries a target's hash (%q)", name, o.Plan.Hash)
 		}
 	}
 }

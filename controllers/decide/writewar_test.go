@@ -1,4 +1,4 @@
-package controllers
+package decide
 
 import (
 	"testing"
@@ -17,15 +17,15 @@ import (
 // one try when it ends, a longer hold when the try is undone, a spec change, and the end of the
 // fight when a try survives the window.
 func TestWriteWarRule(t *testing.T) {
-	w := WriteWarRule{}.orDefaults()
+	w := WriteWarRule{}.OrDefaults()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := t0.Add
-	var g writeGuard
+	var g Guard
 	restore := func(now time.Time, key string) (hold, fresh bool) {
 		t.Helper()
-		g, hold, fresh = w.beforeRestore(g, now, key)
+		g, hold, fresh = w.BeforeRestore(g, now, key)
 		if !hold {
-			g = w.afterWrite(g, now, true)
+			g = w.AfterWrite(g, now, true)
 		}
 		return hold, fresh
 	}
@@ -34,13 +34,13 @@ func TestWriteWarRule(t *testing.T) {
 			t.Fatalf("restore %d held off; the window allows %d", i+1, w.Restores)
 		}
 	}
-	if hold, fresh := restore(at(3*time.Minute), "a"); !hold || !fresh || g.war.Holds != 1 {
-		t.Fatalf("the 4th restore within the window: hold=%v fresh=%v war=%+v, want the first hold", hold, fresh, g.war)
+	if hold, fresh := restore(at(3*time.Minute), "a"); !hold || !fresh || g.War.Holds != 1 {
+		t.Fatalf("the 4th restore within the window: hold=%v fresh=%v war=%+v, want the first hold", hold, fresh, g.War)
 	}
-	if want := at(3*time.Minute + w.Window); !g.war.RetryAt.Time.Equal(want) {
-		t.Errorf("the first hold ends at %v, want %v (one window)", g.war.RetryAt, want)
+	if want := at(3*time.Minute + w.Window); !g.War.RetryAt.Time.Equal(want) {
+		t.Errorf("the first hold ends at %v, want %v (one window)", g.War.RetryAt, want)
 	}
-	if got := w.wake(g); !got.Equal(g.war.RetryAt.Time) {
+	if got := w.Wake(g); !got.Equal(g.War.RetryAt.Time) {
 		t.Errorf("wake = %v, want the end of the hold", got)
 	}
 	if hold, fresh := restore(at(5*time.Minute), "a"); !hold || fresh {
@@ -50,14 +50,14 @@ func TestWriteWarRule(t *testing.T) {
 	if hold, _ := restore(at(14*time.Minute), "a"); hold {
 		t.Fatal("no try after the hold ended")
 	}
-	if g.war == nil || g.war.TriedAt.IsZero() {
-		t.Fatalf("the try is not recorded: %+v", g.war)
+	if g.War == nil || g.War.TriedAt.IsZero() {
+		t.Fatalf("the try is not recorded: %+v", g.War)
 	}
 	// Undone again: a hold twice as long, without the 3 restores.
-	if hold, fresh := restore(at(15*time.Minute), "a"); !hold || !fresh || g.war.Holds != 2 {
-		t.Fatalf("an undone try: hold=%v fresh=%v war=%+v, want the second hold", hold, fresh, g.war)
+	if hold, fresh := restore(at(15*time.Minute), "a"); !hold || !fresh || g.War.Holds != 2 {
+		t.Fatalf("an undone try: hold=%v fresh=%v war=%+v, want the second hold", hold, fresh, g.War)
 	}
-	if got, want := g.war.RetryAt.Sub(g.war.HeldSince.Time), 2*w.Window; got != want {
+	if got, want := g.War.RetryAt.Sub(g.War.HeldSince.Time), 2*w.Window; got != want {
 		t.Errorf("the second hold lasts %v, want %v", got, want)
 	}
 	// A new spec tries at once.
@@ -65,21 +65,21 @@ func TestWriteWarRule(t *testing.T) {
 		t.Error("a spec change did not end the hold")
 	}
 	// The try stays: the fight ends one window later.
-	g = w.settled(g, at(20*time.Minute))
-	if g.war == nil {
+	g = w.Settled(g, at(20*time.Minute))
+	if g.War == nil {
 		t.Fatal("the fight ended before the try survived a window")
 	}
-	if got, want := w.wake(g), at(16*time.Minute+w.Window); !got.Equal(want) {
+	if got, want := w.Wake(g), at(16*time.Minute+w.Window); !got.Equal(want) {
 		t.Errorf("wake = %v, want %v", got, want)
 	}
-	g = w.settled(g, at(26*time.Minute))
-	if g.war != nil || len(g.restores) != 0 {
+	g = w.Settled(g, at(26*time.Minute))
+	if g.War != nil || len(g.Restores) != 0 {
 		t.Errorf("after a quiet window: %+v, want no fight and no restores in the window", g)
 	}
 }
 
 func TestHoldForGrowsAndIsBounded(t *testing.T) {
-	w := WriteWarRule{}.orDefaults()
+	w := WriteWarRule{}.OrDefaults()
 	for n, want := range map[int32]time.Duration{1: 10 * time.Minute, 2: 20 * time.Minute, 3: 40 * time.Minute, 6: 320 * time.Minute, 40: 320 * time.Minute} {
 		if got := w.holdFor(n); got != want {
 			t.Errorf("holdFor(%d) = %v, want %v", n, got, want)
@@ -96,12 +96,12 @@ func TestGuardFromStatusMergesScratchVolumes(t *testing.T) {
 		sv(v1alpha1.ScratchTargetStatus{Name: "db", Restores: []metav1.Time{t2}}, v1alpha1.ScratchTargetStatus{Name: "other", Restores: []metav1.Time{t1}}),
 		sv(v1alpha1.ScratchTargetStatus{Name: "db", Restores: []metav1.Time{t1, t2}, WriteWar: &v1alpha1.WriteWar{Holds: 2}}),
 	}
-	g := guardFromStatus(svs, "db")
-	if diff := cmp.Diff([]metav1.Time{t1, t2}, g.restores); diff != "" {
+	g := GuardFromStatus(svs, "db")
+	if diff := cmp.Diff([]metav1.Time{t1, t2}, g.Restores); diff != "" {
 		t.Errorf("restores (-want +got):\n%s", diff)
 	}
-	if g.war == nil || g.war.Holds != 2 {
-		t.Errorf("war = %+v, want the one with 2 holds", g.war)
+	if g.War == nil || g.War.Holds != 2 {
+		t.Errorf("war = %+v, want the one with 2 holds", g.War)
 	}
 }
 
@@ -117,8 +117,8 @@ func TestTemplateWriters(t *testing.T) {
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: ts(8), FieldsV1: fields(`{"f:status":{}}`)},
 		{Manager: "scaler", Operation: metav1.ManagedFieldsOperationUpdate, Time: ts(9), FieldsV1: fields(`{"f:spec":{"f:replicas":{}}}`)},
 	}}}
-	if diff := cmp.Diff([]string{"other-operator", "helm"}, templateWriters(sts)); diff != "" {
-		t.Errorf("templateWriters (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{"other-operator", "helm"}, TemplateWriters(sts)); diff != "" {
+		t.Errorf("TemplateWriters (-want +got):\n%s", diff)
 	}
 }
 

@@ -1,29 +1,42 @@
-package controllers
+package decide
+
+// This file decides the status a report becomes, and whether it is worth writing over the last one.
 
 import (
 	"bytes"
 	"encoding/json"
+	"sort"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/capacity"
 )
 
-// rolledOutBefore reports whether the ScratchVolume's last status had target rolled out with the
-// configuration hash: the ScratchVolume was RolledOut, and the target carried hash then.
-func (rep *report) rolledOutBefore(target, hash string) bool {
-	if !meta.IsStatusConditionTrue(rep.sv.Status.Conditions, v1alpha1.ConditionRolledOut) {
-		return false
+// Status is the status the report becomes, over the conditions the last one had, and the full
+// volumes to announce once it is written.
+func (rep *Report) Status() (v1alpha1.ScratchVolumeStatus, []capacity.Episode) {
+	sv := rep.sv
+	status := v1alpha1.ScratchVolumeStatus{
+		ObservedGeneration: sv.Generation, MountPath: sv.EffectiveMountPath(),
+		Conditions: append([]metav1.Condition{}, sv.Status.Conditions...),
+		Targets:    rep.targets,
 	}
-	for _, t := range rep.sv.Status.Targets {
-		if t.Name == target {
-			return t.Injected && t.ConfigHash == hash
+	for _, t := range rep.targets {
+		if t.Injected {
+			status.InjectedTargets++
 		}
 	}
-	return false
+	sort.Slice(status.Targets, func(i, j int) bool { return status.Targets[i].Name < status.Targets[j].Name })
+	rep.capacity(&status)
+	for _, cond := range rep.conditions() {
+		meta.SetStatusCondition(&status.Conditions, cond)
+	}
+	return status, rep.episodes
 }
 
-// statusChanged reports whether next is worth writing over last. Equal statuses are not, and
+// StatusChanged reports whether next is worth writing over last. Equal statuses are not, and
 // neither is one that differs from the last in nothing but the targets' pod counts while every
 // target stays rolled out: the StatefulSets' own status has those counts, and with a selector
 // over a fleet every scale and every pod turning ready or not would rewrite a status listing
@@ -33,7 +46,7 @@ func (rep *report) rolledOutBefore(target, hash string) bool {
 // The two are compared as the API server stores them, as JSON (a deep comparison of two statuses
 // of 500 targets costs more than encoding both), a part at a time (encoding each whole held two
 // copies of ~0.4 MB per reconcile in flight; BenchmarkStatusChange).
-func statusChanged(last, next *v1alpha1.ScratchVolumeStatus) (bool, error) {
+func StatusChanged(last, next *v1alpha1.ScratchVolumeStatus) (bool, error) {
 	same, err := sameJSON(last, next, false)
 	if err != nil || same {
 		return false, err

@@ -1,17 +1,13 @@
-package controllers
+package decide
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 )
@@ -103,15 +99,15 @@ func TestStatusChanged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lastJSON, nextJSON := mustJSON(t, tc.last), mustJSON(t, tc.next)
-			got, err := statusChanged(&tc.last, &tc.next)
+			got, err := StatusChanged(&tc.last, &tc.next)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got != tc.want {
-				t.Errorf("statusChanged() = %v, want %v", got, tc.want)
+				t.Errorf("StatusChanged() = %v, want %v", got, tc.want)
 			}
 			if mustJSON(t, tc.last) != lastJSON || mustJSON(t, tc.next) != nextJSON {
-				t.Error("statusChanged changed its arguments")
+				t.Error("StatusChanged changed its arguments")
 			}
 			same, err := sameJSON(&tc.last, &tc.next, false)
 			if err != nil {
@@ -131,93 +127,4 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(raw)
-}
-
-// BenchmarkStatusChange compares, for a selector's status of 500 targets, the status write's work
-// as it is (the two statuses compared a part at a time, the new one encoded whole to be sent)
-// with both statuses encoded whole and compared, and with a deep comparison and a merge patch made from the
-// last status. "unchanged" is a reconcile that writes nothing, the most common one.
-func BenchmarkStatusChange(b *testing.B) {
-	status := func(replicas int32) v1alpha1.ScratchVolumeStatus {
-		s := v1alpha1.ScratchVolumeStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready"}}}
-		for i := range 500 {
-			s.Targets = append(s.Targets, v1alpha1.ScratchTargetStatus{Name: fmt.Sprintf("db-%04d", i), Container: "mysql", Flavor: v1alpha1.FlavorMySQL,
-				Version: "8.4.2", Injected: true, ConfigHash: "5d41402abc4b2a76", Injection: v1alpha1.InjectionArgs, Replicas: replicas,
-				TempLocations: []v1alpha1.TempLocation{
-					{Data: v1alpha1.TempDataTmpdir, Medium: v1alpha1.TempMediumMemory, Option: "tmpdir", Path: "/var/lib/mysql-tmp"},
-					{Data: v1alpha1.TempDataSessionTempTablespaces, Medium: v1alpha1.TempMediumMemory, Option: "innodb_temp_tablespaces_dir", Path: "/var/lib/mysql-tmp/innodb_temp"},
-				}})
-		}
-		return s
-	}
-	last, next, same := &v1alpha1.ScratchVolume{Status: status(2)}, &v1alpha1.ScratchVolume{Status: status(3)}, &v1alpha1.ScratchVolume{Status: status(2)}
-	for _, tc := range []struct {
-		name  string
-		next  *v1alpha1.ScratchVolume
-		write bool
-	}{{"changed", next, true}, {"unchanged", same, false}} {
-		b.Run("parts/"+tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				changed, err := statusChanged(&last.Status, &tc.next.Status)
-				if err != nil || changed != tc.write {
-					b.Fatal(changed, err)
-				}
-				if changed {
-					n, _ := json.Marshal(&tc.next.Status)
-					if _, err := replaceStatus(n).Data(tc.next); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-		})
-		b.Run("json/"+tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				l, _ := json.Marshal(&last.Status)
-				n, _ := json.Marshal(&tc.next.Status)
-				if bytes.Equal(l, n) == tc.write {
-					b.Fatal("wrong comparison")
-				}
-				if tc.write {
-					if _, err := replaceStatus(n).Data(tc.next); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-		})
-		b.Run("deep-equal+merge-patch/"+tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if equality.Semantic.DeepEqual(last.Status, tc.next.Status) == tc.write {
-					b.Fatal("wrong comparison")
-				}
-				if tc.write {
-					if _, err := client.MergeFrom(last).Data(tc.next); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-		})
-	}
-}
-
-// TestSummarizeDescribesOnlyWhatItShows checks that a message over many targets names the first
-// five, counts the others, and describes no more than it names.
-func TestSummarizeDescribesOnlyWhatItShows(t *testing.T) {
-	var fs []finding
-	for i := range 7 {
-		fs = append(fs, finding{target: fmt.Sprint("db-", i), message: "m"})
-	}
-	if got, want := summarize(fs), "db-0: m; db-1: m; db-2: m; db-3: m; db-4: m; and 2 more"; got != want {
-		t.Errorf("summarize() = %q, want %q", got, want)
-	}
-	if got, want := summarize(fs[:2]), "db-0: m; db-1: m"; got != want {
-		t.Errorf("summarize() = %q, want %q", got, want)
-	}
-	described := 0
-	summarizeFirst(500, func(i int) string { described++; return "" })
-	if described != 5 {
-		t.Errorf("%d of 500 items described for a message that names 5", described)
-	}
 }

@@ -1,0 +1,228 @@
+package decide
+
+// This file decides what one StatefulSet carries: each selecting ScratchVolume's plan or problem,
+// the claims that settle conflicts between them, the entries wanted against those found, and what
+// a write of them would put back that another writer removed.
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/inject"
+)
+
+// Outcome is what became of one ScratchVolume on one StatefulSet.
+type Outcome struct {
+	SV   *v1alpha1.ScratchVolume
+	Plan *inject.Plan // nil when blocked
+	// Hash is the plan's configuration hash, read here: a settled plan is shared by the targets
+	// planned alike and has none (fleetcache.SettledPlan).
+	Hash    string
+	Problem *inject.Problem // why it is blocked
+	// Kept is true when a blocked ScratchVolume's earlier injection stays in place untouched.
+	Kept bool
+	// War is set, with Plan, when the controller holds off writing the plan because another
+	// writer keeps removing it.
+	War *v1alpha1.WriteWar
+	// Guard is the StatefulSet's restore history, for the status.
+	Guard Guard
+	// Container is the container that gets the volume (PlannedContainer), nil when blocked.
+	Container *corev1.Container
+}
+
+// TargetPlan is what a sync decides for one StatefulSet from the ScratchVolumes that select it:
+// the outcome per ScratchVolume, the controller's entries wanted and found, and the container
+// changes (flags, environment, memory) still to make.
+type TargetPlan struct {
+	Outcomes          map[string]*Outcome
+	Desired, Observed inject.Entries
+	Pending           []inject.ContainerChange
+}
+
+// PlanTarget decides, reading nothing but its arguments: svs are the live ScratchVolumes that
+// select sts, oldest first (SortOldestFirst), and sts is the whole StatefulSet.
+func PlanTarget(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) TargetPlan {
+	outcomes := decideAll(svs, sts)
+	plans, kept := WinningPlans(outcomes), keptNames(outcomes)
+	user := inject.Strip(sts.Spec.Template)
+	changes, states := inject.Overrides(&user, &sts.Spec.Template, plans, kept)
+	desired := inject.Desired(plans)
+	for _, name := range kept {
+		desired = desired.Merge(inject.ObservedFor(&sts.Spec.Template, name))
+	}
+	return TargetPlan{
+		Outcomes: outcomes,
+		Desired:  desired.WithAnnotations(states),
+		Observed: inject.Observed(&sts.Spec.Template),
+		Pending:  inject.Pending(&sts.Spec.Template, changes, &user),
+	}
+}
+
+// Settled reports whether the StatefulSet already carries everything planned.
+func (tp TargetPlan) Settled() bool { return tp.Desired.Equal(tp.Observed) && len(tp.Pending) == 0 }
+
+// Removing reports whether a write of the plan takes a ScratchVolume's entries away: the JSON
+// patch of the containers then goes before the apply, so that a failed apply never forgets flags
+// still there; adding, the apply goes first, so a failed patch never leaves flags nobody recorded.
+func (tp TargetPlan) Removing() bool {
+	for k := range tp.Observed.Annotations {
+		if _, ok := tp.Desired.Annotations[k]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// decideAll plans every ScratchVolume (oldest first) for sts and settles conflicts between them:
+// the first to claim a container and purpose, or a mount path in a container, wins.
+func decideAll(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) map[string]*Outcome {
+	out := map[string]*Outcome{}
+	claims := map[string]string{}
+	injected := map[string]bool{}
+	for _, n := range inject.ScratchVolumes(&sts.Spec.Template) {
+		injected[n] = true
+	}
+	for i := range svs {
+		sv := svs[i]
+		o := &Outcome{SV: sv}
+		out[sv.Name] = o
+		if p := controlledElsewhere(sv, sts); p != nil {
+			o.Problem, o.Kept = p, injected[sv.Name]
+			continue
+		}
+		plan, err := inject.NewPlan(sv, sts)
+		if err != nil {
+			var p *inject.Problem
+			if !errors.As(err, &p) {
+				p = &inject.Problem{Reason: v1alpha1.ReasonInvalidLayout, Message: err.Error()}
+			}
+			o.Problem, o.Kept = p, injected[sv.Name]
+			continue
+		}
+		if p := claim(claims, sv, plan); p != nil {
+			o.Problem, o.Kept = p, false
+			continue
+		}
+		o.Plan, o.Hash, o.Container = plan, plan.Hash, PlannedContainer(sts, plan.Container)
+	}
+	return out
+}
+
+// claim records the container+purpose and container+mountPath that plan takes, or returns the
+// conflict with the ScratchVolume that took them first.
+func claim(claims map[string]string, sv *v1alpha1.ScratchVolume, plan *inject.Plan) *inject.Problem {
+	keys := []struct{ key, what string }{
+		{plan.Container + "\x00purpose\x00" + string(sv.Spec.Purpose), fmt.Sprintf("a %s volume in container %s", sv.Spec.Purpose, plan.Container)},
+		{plan.Container + "\x00path\x00" + plan.Mount.MountPath, fmt.Sprintf("the mount path %s in container %s", plan.Mount.MountPath, plan.Container)},
+	}
+	for _, k := range keys {
+		if owner, taken := claims[k.key]; taken {
+			return &inject.Problem{Reason: v1alpha1.ReasonScratchVolumeConflict, Message: fmt.Sprintf(
+				"ScratchVolume %s, which is older, already provides %s: delete one of the two, or point this one at another container or mount path",
+				owner, k.what)}
+		}
+	}
+	for _, k := range keys {
+		claims[k.key] = sv.Name
+	}
+	return nil
+}
+
+func keptNames(outcomes map[string]*Outcome) []string {
+	var names []string
+	for name, o := range outcomes {
+		if o.Kept {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// WinningPlans are the plans of the outcomes that are not blocked.
+func WinningPlans(outcomes map[string]*Outcome) []*inject.Plan {
+	var plans []*inject.Plan
+	for _, o := range outcomes {
+		if o.Plan != nil {
+			plans = append(plans, o.Plan)
+		}
+	}
+	return plans
+}
+
+// PlannedContainer is a copy of the container of sts named name, with only what checking a larger
+// volume against its memory limit reads (limitsFor): a remembered decision keeps it, shared with
+// the other decisions that keep an equal one, instead of the pod template.
+func PlannedContainer(sts *appsv1.StatefulSet, name string) *corev1.Container {
+	for i := range sts.Spec.Template.Spec.Containers {
+		if c := &sts.Spec.Template.Spec.Containers[i]; c.Name == name {
+			return &corev1.Container{Name: c.Name, Command: slices.Clone(c.Command), Args: slices.Clone(c.Args), Resources: *c.Resources.DeepCopy()}
+		}
+	}
+	return nil
+}
+
+// SortOldestFirst puts svs in the order that settles conflicts between them: the oldest first, and
+// by name among those created in the same second.
+func SortOldestFirst(svs []*v1alpha1.ScratchVolume) {
+	sort.Slice(svs, func(i, j int) bool { return older(svs[i], svs[j]) })
+}
+
+func older(a, b *v1alpha1.ScratchVolume) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// RestoredBy names what a write of the outcomes' plans puts back on sts: entries of a
+// configuration the controller had already written there (the status says so) that are gone now.
+// Nothing when the write only injects or updates.
+func RestoredBy(outcomes map[string]*Outcome, sts *appsv1.StatefulSet, pending []inject.ContainerChange) []string {
+	var out []string
+	for _, o := range outcomes {
+		if o.Plan == nil || !wrote(o.SV, sts.Name, o.Hash) {
+			continue
+		}
+		out = append(out, removedEntries(inject.Desired([]*inject.Plan{o.Plan}), inject.ObservedFor(&sts.Spec.Template, o.SV.Name))...)
+		if len(pending) > 0 && len(out) == 0 {
+			for _, ch := range pending {
+				out = append(out, "the settings the controller made in container "+ch.Container)
+			}
+		}
+	}
+	return slices.Compact(out)
+}
+
+// wrote reports whether sv's last status had the configuration hash on target: injected, or held
+// off by a write war.
+func wrote(sv *v1alpha1.ScratchVolume, target, hash string) bool {
+	for _, t := range sv.Status.Targets {
+		if t.Name == target {
+			return t.ConfigHash == hash && (t.Injected || t.WriteWar != nil)
+		}
+	}
+	return false
+}
+
+// WithGuard hands the StatefulSet's restore history to every outcome, for the status.
+func WithGuard(outcomes map[string]*Outcome, g Guard) map[string]*Outcome {
+	for _, o := range outcomes {
+		o.Guard = g
+	}
+	return outcomes
+}
+
+// Hold marks the outcomes with a plan as held off by the fight war.
+func Hold(outcomes map[string]*Outcome, war *v1alpha1.WriteWar) {
+	for _, o := range outcomes {
+		if o.Plan != nil {
+			o.War = war
+		}
+	}
+}

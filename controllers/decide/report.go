@@ -1,0 +1,284 @@
+package decide
+
+// This file decides what the status says of each target: the per-reconcile report, written as the
+// targets are synced, and the status it becomes.
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/capacity"
+	"github.com/dbtune/scratch-operator/controllers/inject"
+)
+
+// AdmissionRetryInterval is how often a change admission control refused is tried again when
+// nothing else brings a reconcile: a policy or webhook can change without any event we watch.
+const AdmissionRetryInterval = 5 * time.Minute
+
+// conflictReasons are problems caused by something else already in the pod template.
+var conflictReasons = map[string]bool{
+	v1alpha1.ReasonMountPathInUse: true, v1alpha1.ReasonVolumeNameInUse: true, v1alpha1.ReasonOverriddenByArgs: true,
+	v1alpha1.ReasonConfigDirUnusable: true, v1alpha1.ReasonArgsIgnored: true, v1alpha1.ReasonScratchVolumeConflict: true,
+	v1alpha1.ReasonExtraFlagsNotMergeable: true, v1alpha1.ReasonControlledByOperator: true, v1alpha1.ReasonFightingAnotherWriter: true,
+}
+
+// Report gathers, during one reconcile, what happened to each target; it becomes the status.
+type Report struct {
+	sv           *v1alpha1.ScratchVolume
+	rule         WriteWarRule
+	targetsFound int
+	// invalidSelector says why spec.target.selector cannot be parsed, when it cannot.
+	invalidSelector string
+	targets         []v1alpha1.ScratchTargetStatus
+	cms             map[string]bool
+	problems        []finding      // blocked targets
+	memory          []finding      // memory notes and problems
+	notes           []finding      // other notes
+	rollout         []finding      // targets not rolled out yet
+	placed          []placedTarget // where each injected target's temporary data goes
+	// denials counts the targets whose change admission control refused.
+	denials int
+	// wake is when a target's write-war guard needs the next reconcile; zero when none does.
+	wake time.Time
+	// failure is the error that ended the reconcile before every target was reported, if any.
+	failure error
+	// observed is what the node agents report about the RAM volumes of the ScratchVolume's pods;
+	// nil when it could not be read. episodes are the full volumes to announce once the status
+	// that records them is written.
+	observed []v1alpha1.ScratchVolumeUsage
+	episodes []capacity.Episode
+	// containers are the containers that got the volume, by target, for checking a recommended
+	// size against their memory limits.
+	containers map[string]*corev1.Container
+}
+
+type finding struct{ target, reason, message string }
+
+// placedTarget is where a target's temporary data goes, described only if the status shows it: the
+// locations are its plan's, which targets planned alike share.
+type placedTarget struct {
+	target    string
+	locations []v1alpha1.TempLocation
+}
+
+// NewReport starts the report of one reconcile of sv.
+func NewReport(sv *v1alpha1.ScratchVolume, rule WriteWarRule) *Report {
+	return &Report{sv: sv, cms: map[string]bool{}, containers: map[string]*corev1.Container{}, rule: rule.OrDefaults()}
+}
+
+// Add records the outcome for one target StatefulSet. It returns the reason the target is blocked
+// or held off, "" when it is not.
+func (rep *Report) Add(sts *appsv1.StatefulSet, o *Outcome) (blocked string) {
+	ts := v1alpha1.ScratchTargetStatus{
+		Name: sts.Name, ReadyReplicas: sts.Status.ReadyReplicas, UpdatedReplicas: sts.Status.UpdatedReplicas,
+		Replicas: replicas(sts),
+	}
+	switch {
+	case o == nil:
+		ts.Message = "not planned"
+	case o.War != nil:
+		blocked = rep.held(sts, o, &ts)
+	case o.Plan == nil:
+		blocked = rep.blocked(sts, o, &ts)
+	default:
+		rep.injected(sts, o, &ts)
+	}
+	if o != nil {
+		rep.guarded(o.Guard, &ts)
+	}
+	rep.targets = append(rep.targets, ts)
+	return blocked
+}
+
+// guarded copies a target's restore history into its status and notes when it needs a reconcile.
+func (rep *Report) guarded(g Guard, ts *v1alpha1.ScratchTargetStatus) {
+	ts.Restores, ts.WriteWar = g.Restores, g.War
+	if at := rep.rule.Wake(g); !at.IsZero() && (rep.wake.IsZero() || at.Before(rep.wake)) {
+		rep.wake = at
+	}
+}
+
+// held records a target the controller holds off writing because another writer keeps removing
+// its entries. The hash stays, so that the next write is known as a restore.
+func (rep *Report) held(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.ScratchTargetStatus) string {
+	msg := FightMessage(sts.Name, o.War, rep.rule)
+	rep.problems = append(rep.problems, finding{sts.Name, v1alpha1.ReasonFightingAnotherWriter, msg})
+	ts.Message, ts.ConfigHash, ts.Container = msg, o.Hash, o.Plan.Container
+	ts.Injected = sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()] == o.Hash
+	if o.Plan.ConfigVolume != nil {
+		rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
+	}
+	return v1alpha1.ReasonFightingAnotherWriter
+}
+
+// WriteFailed records a target whose write failed with err: not injected as planned, whatever the
+// StatefulSet carried before. It returns the reason, as Add does.
+func (rep *Report) WriteFailed(sts *appsv1.StatefulSet, err error) string {
+	_, kept := sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
+	return rep.Add(sts, &Outcome{SV: rep.sv, Kept: kept, Problem: &inject.Problem{
+		Reason:  v1alpha1.ReasonWriteFailed,
+		Message: fmt.Sprintf("%v; the controller retries with a growing delay", err),
+	}})
+}
+
+func (rep *Report) blocked(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.ScratchTargetStatus) string {
+	f := finding{sts.Name, o.Problem.Reason, o.Problem.Message}
+	if o.Problem.Reason == v1alpha1.ReasonMemoryBudget {
+		rep.memory = append(rep.memory, f)
+	} else {
+		rep.problems = append(rep.problems, f)
+	}
+	ts.Message = o.Problem.Message
+	if o.Kept {
+		ts.Injected = true
+		ts.ConfigHash = sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
+		ts.Message += " (the earlier injection stays in place until this is fixed)"
+		rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
+	}
+	return o.Problem.Reason
+}
+
+func (rep *Report) injected(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.ScratchTargetStatus) {
+	plan := o.Plan
+	ts.Injected, ts.Container, ts.ConfigHash = true, plan.Container, o.Hash
+	if o.Container != nil {
+		rep.containers[sts.Name] = o.Container
+	}
+	if plan.Profile != nil {
+		ts.Flavor, ts.Version = plan.Profile.Flavor, plan.Profile.Version.String()
+		ts.Injection, ts.TempLocations = plan.Injection, plan.Locations
+		rep.placed = append(rep.placed, placedTarget{sts.Name, plan.Locations})
+	}
+	if plan.ConfigVolume != nil {
+		rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
+	}
+	for _, n := range plan.Notes {
+		f := finding{sts.Name, n.Reason, n.Message}
+		switch n.Reason {
+		case v1alpha1.ReasonNoMemoryLimit, v1alpha1.ReasonMemoryBudgetCovered, v1alpha1.ReasonMemoryReserved, v1alpha1.ReasonMemoryNotAccounted:
+			rep.memory = append(rep.memory, f)
+		default:
+			rep.notes = append(rep.notes, f)
+		}
+	}
+	if reason, msg, done := rollout(sts, o.Hash, rep.rolledOutBefore(sts.Name, o.Hash)); !done {
+		rep.rollout = append(rep.rollout, finding{sts.Name, reason, msg})
+	}
+}
+
+// Denied records a target whose change admission control refused with message. An injection the
+// StatefulSet already carries stays in place, and so does its ConfigMap. It returns the reason, as
+// Add does.
+func (rep *Report) Denied(sts *appsv1.StatefulSet, message string) string {
+	rep.denials++
+	_, kept := sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
+	return rep.Add(sts, &Outcome{SV: rep.sv, Kept: kept, Problem: &inject.Problem{
+		Reason: v1alpha1.ReasonAdmissionDenied,
+		Message: fmt.Sprintf("admission control refused the change: %s; the controller tries again when the StatefulSet changes, and every %d minutes",
+			message, int(AdmissionRetryInterval.Minutes())),
+	}})
+}
+
+// RetryAfter is when to reconcile again without an event: after a denial, a policy may change;
+// a write-war hold ends, or a try after one has survived the window.
+func (rep *Report) RetryAfter(now time.Time) time.Duration {
+	var after time.Duration
+	if rep.denials > 0 {
+		after = AdmissionRetryInterval
+	}
+	if !rep.wake.IsZero() {
+		// A second late, so that the hold is over when the reconcile looks.
+		wake := max(rep.wake.Sub(now)+time.Second, time.Second)
+		if after == 0 || wake < after {
+			after = wake
+		}
+	}
+	return after
+}
+
+// ConfigMaps are the names of the drop-in ConfigMaps the reported targets need.
+func (rep *Report) ConfigMaps() map[string]bool { return rep.cms }
+
+func replicas(sts *appsv1.StatefulSet) int32 {
+	if sts.Spec.Replicas == nil {
+		return 1
+	}
+	return *sts.Spec.Replicas
+}
+
+// rollout tells whether every pod of sts runs the template carrying hash, honoring the
+// StatefulSet's own update strategy. settled says the last status had sts rolled out with hash.
+func rollout(sts *appsv1.StatefulSet, hash string, settled bool) (reason, message string, done bool) {
+	want := replicas(sts)
+	switch {
+	case !hasHash(sts, hash):
+		return v1alpha1.ReasonRollingOut, "the pod template was just updated; the StatefulSet controller has not picked it up yet", false
+	case settled && sts.Status.CurrentRevision == sts.Status.UpdateRevision:
+		// No rollout began since: a scale or a label bumps the generation, and new pods come
+		// from the revision every pod already runs, so neither makes the injection roll out again.
+		return v1alpha1.ReasonRolledOut, "", true
+	case sts.Status.ObservedGeneration < sts.Generation:
+		return v1alpha1.ReasonWaitingForController, fmt.Sprintf("the StatefulSet controller has not observed generation %d yet", sts.Generation), false
+	case sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && sts.Status.UpdatedReplicas < want:
+		return v1alpha1.ReasonOnDelete, fmt.Sprintf("updateStrategy is OnDelete: %d of %d pods run the injected template; delete the others to finish",
+			sts.Status.UpdatedReplicas, want), false
+	case partition(sts) > 0 && sts.Status.UpdatedReplicas < want:
+		return v1alpha1.ReasonPartitioned, fmt.Sprintf("rollingUpdate.partition %d keeps pods 0..%d on the old template; %d of %d pods run the injected one",
+			partition(sts), partition(sts)-1, sts.Status.UpdatedReplicas, want), false
+	case sts.Status.UpdatedReplicas < want || sts.Status.CurrentRevision != sts.Status.UpdateRevision:
+		return v1alpha1.ReasonRollingOut, fmt.Sprintf("%d of %d pods run the injected template", sts.Status.UpdatedReplicas, want), false
+	}
+	return v1alpha1.ReasonRolledOut, "", true
+}
+
+func hasHash(sts *appsv1.StatefulSet, hash string) bool {
+	for k, v := range sts.Spec.Template.Annotations {
+		if strings.HasPrefix(k, v1alpha1.InjectionAnnotationPrefix) && v == hash {
+			return true
+		}
+	}
+	return false
+}
+
+func partition(sts *appsv1.StatefulSet) int32 {
+	if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		return *ru.Partition
+	}
+	return 0
+}
+
+// Found records how many StatefulSets sv selects; each is reported with Add, WriteFailed or Denied.
+func (rep *Report) Found(targets int) {
+	rep.targetsFound = targets
+	rep.targets = make([]v1alpha1.ScratchTargetStatus, 0, targets)
+}
+
+// SelectorInvalid records why spec.target.selector cannot be parsed: nothing is selected.
+func (rep *Report) SelectorInvalid(message string) { rep.invalidSelector = message }
+
+// Failed records the error that ended the reconcile, nil when none did.
+func (rep *Report) Failed(err error) { rep.failure = err }
+
+// Observe records what the node agents report about the RAM volumes of sv's pods (UsageOf). A
+// report that never observes keeps the usage the last status had.
+func (rep *Report) Observe(usage []v1alpha1.ScratchVolumeUsage) { rep.observed = usage }
+
+// rolledOutBefore reports whether the ScratchVolume's last status had target rolled out with the
+// configuration hash: the ScratchVolume was RolledOut, and the target carried hash then.
+func (rep *Report) rolledOutBefore(target, hash string) bool {
+	if !meta.IsStatusConditionTrue(rep.sv.Status.Conditions, v1alpha1.ConditionRolledOut) {
+		return false
+	}
+	for _, t := range rep.sv.Status.Targets {
+		if t.Name == target {
+			return t.Injected && t.ConfigHash == hash
+		}
+	}
+	return false
+}

@@ -1,0 +1,68 @@
+package controllers
+
+// This file classifies the errors the API server answers a write with: a stale write retried at
+// once, admission control's refusal reported, anything else retried with backoff.
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// errCacheBehind says that the cache has not yet seen the controller's own last write to a
+// StatefulSet (fleetcache.Written). The reconcile is retried instead, like a write that lost a
+// race (staleWrite), and the watch event that brings the write into the cache also brings the
+// retry.
+var errCacheBehind = errors.New("the cache has not yet seen the last write to the StatefulSet")
+
+// cacheBehindRetry is when a reconcile that found the cache behind is retried, should the watch
+// event of the write not bring it first.
+const cacheBehindRetry = 250 * time.Millisecond
+
+// admissionDenial returns the API server's message when err is admission control refusing a
+// write, and "" for any other error. The status code does not tell: a ValidatingAdmissionPolicy
+// picks its own (Invalid unless it says otherwise), a webhook too, and Forbidden also comes from
+// RBAC, a fault of the installation that stays an error. What does tell are the messages the API
+// server composes for the two: "ValidatingAdmissionPolicy 'p' [with binding 'b'] denied request:
+// …" and "admission webhook \"w\" denied the request: …".
+func admissionDenial(err error) string {
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) {
+		return ""
+	}
+	msg := status.Status().Message
+	byPolicy := strings.Contains(msg, "ValidatingAdmissionPolicy '") && strings.Contains(msg, "' denied request: ")
+	byWebhook := strings.Contains(msg, "admission webhook \"") && strings.Contains(msg, "\" denied the request")
+	if byPolicy || byWebhook {
+		return msg
+	}
+	return ""
+}
+
+// staleWrite reports whether err says the StatefulSet changed between the read the decision was
+// made on and the write: a conflict, or a JSON patch whose tests (resourceVersion, container
+// names) failed. Such a write is retried at once, not reported as a failure.
+func staleWrite(err error) bool {
+	if errors.Is(err, errCacheBehind) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) {
+		return false
+	}
+	s := status.Status()
+	if s.Reason == metav1.StatusReasonConflict {
+		return true
+	}
+	if s.Code != http.StatusUnprocessableEntity {
+		return false
+	}
+	// A JSON patch that does not apply (our only ones that can fail are the tests) comes back with
+	// the generic text of a 422, the patch library's "testing value … failed" dropped.
+	return strings.Contains(s.Message, "testing value") ||
+		strings.HasPrefix(s.Message, "the server rejected our request due to an error in our request")
+}
