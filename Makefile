@@ -166,9 +166,9 @@ images: ## Build OCI image tarballs of the manager and node agent into bin/image
 # The database test images: MariaDB from this machine's Debian release (the real node's database,
 # test/realnode), and MariaDB and MySQL from Debian's development suite (sid: MariaDB 11.8, MySQL
 # 9.7), which are also unpacked under bin/images/root for the real-server harness (test/mariadb).
-# mmdebstrap installs them (root, apt-get install mmdebstrap); root file systems are cached under
-# bin/images/rootfs, keyed by the package versions: only the first build takes minutes, and a new
-# upload to sid builds anew and says so.
+# mmdebstrap installs them (root, apt-get install mmdebstrap); root file systems are cached in
+# ~/.cache/dbtune/images (DBTUNE_IMAGES_CACHE), keyed by the package versions, and shared by every
+# checkout: only the first build takes minutes, and a new upload to sid builds anew and says so.
 .PHONY: images-mariadb
 images-mariadb: ## Build the MariaDB test image of the real node (Debian packages, mmdebstrap) into bin/images/mariadb.tar (as root).
 	go -C hack/images run . -database mariadb -out ../../bin/images

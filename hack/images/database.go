@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -240,7 +241,7 @@ func buildDatabase(ctx context.Context, o *options, d database) error {
 			return err
 		}
 	}
-	versions, err := d.versions(ctx, filepath.Join(o.out, "apt"), suite)
+	versions, err := d.versions(ctx, filepath.Join(o.cache, "apt"), suite)
 	if err != nil {
 		return err
 	}
@@ -253,7 +254,7 @@ func buildDatabase(ctx context.Context, o *options, d database) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "images: %s: %s\n", d.name, packageList(d.packages, versions))
-	rootfs, err := d.rootfs(ctx, filepath.Join(o.out, "rootfs"), suite, versions)
+	rootfs, err := d.rootfs(ctx, filepath.Join(o.cache, "rootfs"), suite, versions)
 	if err != nil {
 		return err
 	}
@@ -434,8 +435,12 @@ func (d database) rootfs(ctx context.Context, dir, suite string, versions []stri
 	}
 	if older, _ := filepath.Glob(filepath.Join(dir, stem+"*.tar")); len(older) > 0 {
 		sort.Strings(older)
-		fmt.Fprintf(os.Stderr, "images: %s now installs %s %s; the cached root file systems (%s) are for other versions or arguments: building a new one\n",
-			suite, d.packages[0], versions[0], strings.Join(baseNames(older), ", "))
+		why := "this build's mmdebstrap arguments changed"
+		if !slices.ContainsFunc(older, func(f string) bool { return strings.HasPrefix(filepath.Base(f), stem+server+"-") }) {
+			why = fmt.Sprintf("%s now installs %s %s", suite, d.packages[0], versions[0])
+		}
+		fmt.Fprintf(os.Stderr, "images: %s; the cached root file systems (%s) are for other versions or arguments: building a new one\n",
+			why, strings.Join(baseNames(older), ", "))
 	}
 	if _, err := exec.LookPath("mmdebstrap"); err != nil {
 		return "", errors.New("mmdebstrap is not installed: apt-get install mmdebstrap")
@@ -461,6 +466,15 @@ func (d database) rootfs(ctx context.Context, dir, suite string, versions []stri
 		return "", err
 	}
 	fmt.Fprintf(os.Stderr, "images: wrote %s in %s\n", path, time.Since(start).Round(time.Second))
+	// The ones it replaces are for versions or arguments no build asks for any more.
+	older, _ := filepath.Glob(filepath.Join(dir, stem+"*.tar"))
+	for _, f := range older {
+		if f != path && !strings.HasSuffix(f, ".partial.tar") {
+			if err := os.Remove(f); err == nil {
+				fmt.Fprintf(os.Stderr, "images: removed the replaced %s\n", f)
+			}
+		}
+	}
 	return path, nil
 }
 
@@ -580,4 +594,17 @@ func debianSuite(path string) (string, error) {
 		return "", fmt.Errorf("%s: this machine is not a Debian release (ID=%q VERSION_CODENAME=%q); the database images are built from Debian's archive", path, fields["ID"], fields["VERSION_CODENAME"])
 	}
 	return fields["VERSION_CODENAME"], nil
+}
+
+// defaultCache is $DBTUNE_IMAGES_CACHE, else dbtune/images in the user's cache directory
+// (~/.cache): root file systems take minutes to install, and every checkout of the repository,
+// CI's included, can share them.
+func defaultCache() string {
+	if d := os.Getenv("DBTUNE_IMAGES_CACHE"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "dbtune", "images")
+	}
+	return filepath.Join(os.TempDir(), "dbtune-images-cache")
 }

@@ -13,7 +13,7 @@
 //
 // With -database NAME it builds only that database test image instead, <out>/NAME.tar, with its
 // reference in <out>/NAME.ref: a server from Debian's packages installed by mmdebstrap (cached
-// under <out>/rootfs by package versions), shaped like the official image of its flavour, with
+// by package versions under -cache, which outlives checkouts), shaped like the official image of its flavour, with
 // the project's own start script as entrypoint. The names are mariadb (this machine's Debian
 // release, MariaDB 10.11 on bookworm), mariadb-sid and mysql-sid (Debian's development suite:
 // MariaDB 11.8, MySQL 9.7). With -unpack it also writes the image's whole file system to
@@ -70,6 +70,9 @@ type options struct {
 	databases []database
 	// unpack also writes each database image's file system under <out>/root.
 	unpack bool
+	// cache keeps the database images' root file systems and the development suite's package
+	// index across checkouts.
+	cache string
 }
 
 func main() {
@@ -100,6 +103,7 @@ func parseFlags(args []string) (*options, error) {
 	var dbs string
 	fs.StringVar(&dbs, "database", "", "build only these database test images (comma-separated: mariadb, mariadb-sid, mysql-sid) from\nDebian's archive with mmdebstrap, as <out>/NAME.tar; root file systems are cached under <out>/rootfs")
 	fs.BoolVar(&o.unpack, "unpack", false, "with -database, also unpack each image's file system into <out>/root/NAME")
+	fs.StringVar(&o.cache, "cache", defaultCache(), "with -database, the directory that keeps root file systems (rootfs/) and the sid package index (apt/)\nacross checkouts ($DBTUNE_IMAGES_CACHE, else the user's cache directory)")
 	fs.StringVar(&platforms, "platforms", "linux/amd64,linux/arm64", "comma-separated os/arch list to build")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -9,8 +9,8 @@
 //
 // Everything needs root, the binaries of `hack/k8s-binaries.sh node` and Debian's runc,
 // containernetworking-plugins and busybox-static; the MariaDB test also needs mmdebstrap the first
-// time, to build its image from Debian's archive (hack/images -database mariadb, cached under
-// bin/images/rootfs). Its tests carry the build tag realnode, so that `go test ./...` runs none of
+// time, to build its image from Debian's archive (hack/images -database mariadb, cached in the
+// user's cache directory). Its tests carry the build tag realnode, so that `go test ./...` runs none of
 // them beside the other packages: `make test` runs them afterwards, on their own, as does
 // `make test-realnode`.
 package realnode

@@ -133,8 +133,7 @@ func TestInstalledProduct(t *testing.T) {
 func requireMariaDBParts(t *testing.T, e env) {
 	t.Helper()
 	if _, err := exec.LookPath("mmdebstrap"); err != nil {
-		cached, _ := filepath.Glob(filepath.Join(e.root, "bin", "images", "rootfs", "mariadb-*.tar"))
-		if len(cached) == 0 {
+		if !testenv.CachedRootfs("mariadb") {
 			testenv.SkipOrFail(t, "mmdebstrap is not installed and no MariaDB root file system is cached: apt-get install mmdebstrap")
 		}
 	}

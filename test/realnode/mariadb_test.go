@@ -47,7 +47,7 @@ func TestMariaDBInjectedOnRealNode(t *testing.T) {
 	e := requireEnv(t)
 	images := filepath.Join(e.root, "bin", "images")
 	if _, err := exec.LookPath("mmdebstrap"); err != nil {
-		if cached, _ := filepath.Glob(filepath.Join(images, "rootfs", "mariadb-*.tar")); len(cached) == 0 {
+		if !testenv.CachedRootfs("mariadb") {
 			testenv.SkipOrFail(t, "mmdebstrap is not installed and no MariaDB root file system is cached: apt-get install mmdebstrap")
 		}
 	}
