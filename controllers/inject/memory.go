@@ -114,7 +114,7 @@ func memoryNeed(sv *v1alpha1.ScratchVolume, c *corev1.Container) (resource.Quant
 }
 
 // defaultTempTableMaxRAM is the TempTable engine's default memory bound for the container's server,
-// or 0 when it has no such engine or its flavour and version cannot be told (planning refuses
+// or 0 when it has no such engine or its flavor and version cannot be told (planning refuses
 // those with a reason of their own).
 func defaultTempTableMaxRAM(sv *v1alpha1.ScratchVolume, c *corev1.Container) int64 {
 	p, err := mysql.Detect(c.Image, sv.Spec.MySQL)

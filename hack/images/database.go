@@ -26,7 +26,7 @@ import (
 )
 
 // database is one database test image: a server from a Debian suite's packages, installed by
-// mmdebstrap, shaped like the official image of its flavour in everything the operator relies on.
+// mmdebstrap, shaped like the official image of its flavor in everything the operator relies on.
 type database struct {
 	// name selects the image (-database NAME) and names its files: <out>/<name>.tar, the
 	// reference in <out>/<name>.ref and the unpacked root in <out>/root/<name>.
@@ -392,16 +392,17 @@ func packageList(pkgs, versions []string) string {
 // mmdebstrapArgs are the arguments before the suite, the output and the mirror: part of the cache
 // key, so that changing them rebuilds the root file system.
 func (d database) mmdebstrapArgs() []string {
-	args := []string{
+	args := make([]string, 0, 6+len(d.essentialHooks)+len(d.customizeHooks))
+	args = append(args,
 		"--variant=minbase",
-		"--include=" + strings.Join(d.packages, ","),
+		"--include="+strings.Join(d.packages, ","),
 		"--dpkgopt=path-exclude=/usr/share/doc/*",
 		"--dpkgopt=path-exclude=/usr/share/man/*",
 		// The development suite's Release file outlives its Valid-Until date between uploads.
 		`--aptopt=Acquire::Check-Valid-Until "false"`,
 		// No device nodes in the layer: the runtime gives every container its own /dev.
 		"--skip=output/dev",
-	}
+	)
 	for _, h := range d.essentialHooks {
 		args = append(args, "--essential-hook="+h)
 	}
@@ -517,13 +518,16 @@ func (d database) versions(ctx context.Context, aptDir, suite string) ([]string,
 
 // missingPackage says what to do when a suite no longer carries a package an image needs.
 func missingPackage(d database, suite, pkg string, err error) error {
+	if err == nil {
+		err = errors.New("apt-cache shows no version")
+	}
 	if d.suite == "" {
-		return fmt.Errorf("apt knows no version of %s in this machine's %s (%v): run apt-get update; if %s is gone from %s, the %s image must move to a package that replaced it",
+		return fmt.Errorf("apt knows no version of %s in this machine's %s (%w): run apt-get update; if %s is gone from %s, the %s image must move to a package that replaced it",
 			pkg, suite, err, pkg, suite, d.name)
 	}
-	return fmt.Errorf("Debian %s at %s no longer carries %s (%v), so the %s image cannot be built: find the suite or package that carries %s now "+
+	return fmt.Errorf("the Debian archive at %s no longer carries %s in %s (%w), so the %s image cannot be built: find the suite or package that carries %s now "+
 		"(apt-cache policy, or https://packages.debian.org/search?keywords=%s) and change the %q entry of hack/images/database.go, or set DBTUNE_DEBIAN_MIRROR to an archive or snapshot that still has it",
-		suite, debianMirror(), pkg, err, d.name, d.title, pkg, d.name)
+		debianMirror(), pkg, suite, err, d.name, d.title, pkg, d.name)
 }
 
 // suiteIndex fetches suite's package index into dir with this machine's apt and keys, and returns

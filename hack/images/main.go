@@ -13,7 +13,7 @@
 //
 // With -database NAME it builds only that database test image instead, <out>/NAME.tar, with its
 // reference in <out>/NAME.ref: a server from Debian's packages installed by mmdebstrap (cached
-// by package versions under -cache, which outlives checkouts), shaped like the official image of its flavour, with
+// by package versions under -cache, which outlives checkouts), shaped like the official image of its flavor, with
 // the project's own start script as entrypoint. The names are mariadb (this machine's Debian
 // release, MariaDB 10.11 on bookworm), mariadb-sid and mysql-sid (Debian's development suite:
 // MariaDB 11.8, MySQL 9.7). With -unpack it also writes the image's whole file system to

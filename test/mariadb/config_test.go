@@ -265,7 +265,7 @@ func TestRevertRestoresServerDefaults(t *testing.T) {
 		mustExec(t, pod.DB(),
 			"CREATE DATABASE app",
 			"CREATE TABLE app.kept (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB",
-			"INSERT INTO app.kept SELECT seq, "+text("seq", 4)+" FROM "+seq(1000))
+			"INSERT INTO app.kept SELECT seq, "+seqText(4)+" FROM "+seq(1000))
 		want := checksumKept(t, pod.DB())
 		moved := []string{"tmpdir", plan.Profile.ReplicaLoadOption, "innodb_tmpdir"}
 		if plan.Profile.SessionTempTablespaces {

@@ -34,7 +34,7 @@ func TestFullSessionTablespaceStopsMySQL(t *testing.T) {
 		fillRows(t, db, 100000)
 		mustExec(t, db,
 			"CREATE TABLE app.kept (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB",
-			"INSERT INTO app.kept SELECT seq, "+text("seq", 4)+" FROM "+seq(10000))
+			"INSERT INTO app.kept SELECT seq, "+seqText(4)+" FROM "+seq(10000))
 		want := checksumKept(t, db)
 
 		conn, err := db.Conn(ctx(t))
@@ -110,7 +110,7 @@ func TestMySQLMemoryCharges(t *testing.T) {
 		mustExec(t, db,
 			"CREATE DATABASE app",
 			"CREATE TABLE app.wide (id INT PRIMARY KEY, payload VARCHAR(1200)) ENGINE=InnoDB",
-			fmt.Sprintf("INSERT INTO app.wide SELECT seq, %s FROM %s", text("seq", 125), seq(rows)))
+			fmt.Sprintf("INSERT INTO app.wide SELECT seq, %s FROM %s", seqText(125), seq(rows)))
 		base := logUsage(t, pod, "after start and load")
 		maxRAM := queryInt(t, db, "SELECT @@temptable_max_ram")
 

@@ -51,11 +51,11 @@ func seq(n int) string {
 		strings.Join(sum, " + "), strings.Join(from, " CROSS JOIN "), n)
 }
 
-// text is an SQL expression of about 8*repeat+10 characters that differs for every value of the
-// integer expression n, in functions every server has: MySQL 9.7 as Debian builds it has no MD5(),
-// SHA1() or SHA2().
-func text(n string, repeat int) string {
-	return fmt.Sprintf("CONCAT(LPAD(%s, 10, '0'), REPEAT(LPAD(HEX(CRC32(%s)), 8, '0'), %d))", n, n, repeat)
+// seqText is an SQL expression of about 8*repeat+10 characters that differs for every value of
+// the column seq, in functions every server has: MySQL 9.7 as Debian builds it has no MD5(), SHA1()
+// or SHA2().
+func seqText(repeat int) string {
+	return fmt.Sprintf("CONCAT(LPAD(seq, 10, '0'), REPEAT(LPAD(HEX(CRC32(seq)), 8, '0'), %d))", repeat)
 }
 
 // fillRows creates app.rows with n rows of about 200 bytes each.
@@ -64,7 +64,7 @@ func fillRows(t *testing.T, db *sql.DB, n int) {
 	mustExec(t, db,
 		"CREATE DATABASE IF NOT EXISTS app",
 		"CREATE TABLE app.rows (id INT AUTO_INCREMENT PRIMARY KEY, payload VARCHAR(200)) ENGINE=InnoDB",
-		"INSERT INTO app.rows (payload) SELECT "+text("seq", 23)+" FROM "+seq(n))
+		"INSERT INTO app.rows (payload) SELECT "+seqText(23)+" FROM "+seq(n))
 }
 
 // TestTemporaryFilesOnTmpfs runs, on each server, a query that needs an on-disk temporary table and
@@ -170,7 +170,7 @@ func TestFullTmpfs(t *testing.T) {
 		fillRows(t, db, 100000)
 		mustExec(t, db,
 			"CREATE TABLE app.kept (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB",
-			"INSERT INTO app.kept SELECT seq, "+text("seq", 4)+" FROM "+seq(10000))
+			"INSERT INTO app.kept SELECT seq, "+seqText(4)+" FROM "+seq(10000))
 		want := checksumKept(t, db)
 		tmpdir := pod.Plans[0].Layout.TmpDir
 		baseline := tmpfsUsed(t, pod, tmpdir)

@@ -56,7 +56,7 @@ type product struct {
 // ScratchVolume, and what follows.
 func TestInstalledProduct(t *testing.T) {
 	e := requireEnv(t)
-	requireMariaDBParts(t, e)
+	requireMariaDBParts(t)
 	ctx := signalContext(t)
 	absent := realnode.AbsentHostPaths(productHostPaths...)
 
@@ -130,7 +130,7 @@ func TestInstalledProduct(t *testing.T) {
 }
 
 // requireMariaDBParts skips (fails in strict mode) when the MariaDB image cannot be built.
-func requireMariaDBParts(t *testing.T, e env) {
+func requireMariaDBParts(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("mmdebstrap"); err != nil {
 		if !testenv.CachedRootfs("mariadb") {
