@@ -48,8 +48,9 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: lint
-lint: ## Run golangci-lint (config in .golangci.yml).
+lint: ## Run golangci-lint (config in .golangci.yml) on the product and on hack/images, a module of its own.
 	$(GOLANGCI_LINT) run ./...
+	cd hack/images && go tool -modfile=../tools/go.mod golangci-lint run ./...
 
 .PHONY: lint-fix
 lint-fix: ## Run golangci-lint and apply its fixes.
