@@ -19,7 +19,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -337,24 +336,7 @@ func (d database) image(o *options, suite, rootfs string, versions []string) (v1
 	if err != nil {
 		return nil, err
 	}
-	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err = mutate.Append(img,
-		mutate.Addendum{Layer: base, History: history(o.created, "mmdebstrap "+strings.Join(d.mmdebstrapArgs(), " ")+" "+suite)},
-		mutate.Addendum{Layer: own, History: history(o.created, "/"+startPath+", the image's option files, /usr/local/share/dbtune-image-packages")},
-	)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
-	cfg.Created = v1.Time{Time: o.created}
-	cfg.Author = "dbtune"
-	cfg.Config = v1.Config{
+	return localImage(o, v1.Config{
 		Entrypoint:   []string{"/" + startPath},
 		Cmd:          []string{d.serverProgram()},
 		WorkingDir:   "/",
@@ -369,8 +351,10 @@ func (d database) image(o *options, suite, rootfs string, versions []string) (v1
 			"org.opencontainers.image.base.name":   "debian:" + suite + " (mmdebstrap minbase)",
 			"io.dbtune.image.packages":             packageList(d.packages, versions),
 		},
-	}
-	return mutate.ConfigFile(img, cfg)
+	},
+		mutate.Addendum{Layer: base, History: history(o.created, "mmdebstrap "+strings.Join(d.mmdebstrapArgs(), " ")+" "+suite)},
+		mutate.Addendum{Layer: own, History: history(o.created, "/"+startPath+", the image's option files, /usr/local/share/dbtune-image-packages")},
+	)
 }
 
 func (d database) serverProgram() string {

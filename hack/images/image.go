@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -173,4 +174,25 @@ func writeLayout(dir string, tag name.Tag, index v1.ImageIndex) error {
 	}
 	fmt.Fprintf(os.Stderr, "images: wrote %s (OCI layout, %s)\n", dir, ref)
 	return nil
+}
+
+// localImage is an image for this machine's architecture, the kind a local test node imports: the
+// layers in order, then config with the fields every image of this builder shares.
+func localImage(o *options, config v1.Config, layers ...mutate.Addendum) (v1.Image, error) {
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	img, err := mutate.Append(img, layers...)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
+	cfg.Created = v1.Time{Time: o.created}
+	cfg.Author = "dbtune"
+	cfg.Config = config
+	return mutate.ConfigFile(img, cfg)
 }

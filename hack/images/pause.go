@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // pauseTag names the pause image. The registry is localhost so that no runtime ever tries to pull
@@ -51,32 +48,8 @@ func buildPause(o *options, busybox string) error {
 	if err != nil {
 		return err
 	}
-	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: history(o.created, "busybox from "+busybox)})
-	if err != nil {
-		return err
-	}
-	if img, err = pauseConfig(img, o); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return err
-	}
-	return writeTarball(filepath.Join(o.out, "pause.tar"), tag, img)
-}
-
-func pauseConfig(img v1.Image, o *options) (v1.Image, error) {
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
-	cfg.Created = v1.Time{Time: o.created}
-	cfg.Author = "dbtune"
 	// busybox's sleep takes "inf" for forever; pods override the command with their own.
-	cfg.Config = v1.Config{
+	img, err := localImage(o, v1.Config{
 		Entrypoint: []string{"/bin/sleep", "inf"},
 		WorkingDir: "/",
 		Env:        []string{"PATH=/bin"},
@@ -85,8 +58,14 @@ func pauseConfig(img v1.Image, o *options) (v1.Image, error) {
 			"org.opencontainers.image.description": "busybox that sleeps forever: the sandbox and test image of a local test node",
 			"org.opencontainers.image.source":      sourceURL,
 		},
+	}, mutate.Addendum{Layer: layer, History: history(o.created, "busybox from "+busybox)})
+	if err != nil {
+		return err
 	}
-	return mutate.ConfigFile(img, cfg)
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	return writeTarball(filepath.Join(o.out, "pause.tar"), tag, img)
 }
 
 // readStatic reads a program that must run in an empty image: a dynamically linked busybox would
