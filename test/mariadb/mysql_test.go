@@ -32,10 +32,7 @@ func TestFullSessionTablespaceStopsMySQL(t *testing.T) {
 		pod := startPod(t, h, sts, scratchVolume(sts.Name, "16Mi", v1alpha1.InjectionConfigFile, v1alpha1.InnoDBTmpdirDisk))
 		db := pod.DB()
 		fillRows(t, db, 100000)
-		mustExec(t, db,
-			"CREATE TABLE app.kept (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB",
-			"INSERT INTO app.kept SELECT seq, "+seqText(4)+" FROM "+seq(10000))
-		want := checksumKept(t, db)
+		want := keep(t, db, 10000)
 
 		conn, err := db.Conn(ctx(t))
 		if err != nil {

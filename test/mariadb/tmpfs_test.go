@@ -168,10 +168,7 @@ func TestFullTmpfs(t *testing.T) {
 		pod := startPod(t, h, sts, scratchVolume(sts.Name, "16Mi", v1alpha1.InjectionConfigFile, v1alpha1.InnoDBTmpdirDisk))
 		db := pod.DB()
 		fillRows(t, db, 100000)
-		mustExec(t, db,
-			"CREATE TABLE app.kept (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB",
-			"INSERT INTO app.kept SELECT seq, "+seqText(4)+" FROM "+seq(10000))
-		want := checksumKept(t, db)
+		want := keep(t, db, 10000)
 		tmpdir := pod.Plans[0].Layout.TmpDir
 		baseline := tmpfsUsed(t, pod, tmpdir)
 
@@ -251,6 +248,16 @@ func fullError(err *mysql.MySQLError, tmpdir string) bool {
 		return strings.Contains(msg, "is full")
 	}
 	return false
+}
+
+// keep commits app.kept, n rows the test checks survive what it does, and returns their checksum.
+// The database app must exist.
+func keep(t *testing.T, db *sql.DB, n int) string {
+	t.Helper()
+	mustExec(t, db,
+		"CREATE TABLE app.kept (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB",
+		"INSERT INTO app.kept SELECT seq, "+seqText(4)+" FROM "+seq(n))
+	return checksumKept(t, db)
 }
 
 func checksumKept(t *testing.T, db *sql.DB) string {
