@@ -104,6 +104,11 @@ func extract(tr *tar.Reader, dir string) error {
 			return fmt.Errorf("entry %q leaves the root", h.Name)
 		}
 		target := filepath.Join(dir, rel)
+		// A symbolic link already written (var/run -> /run) must not carry a later entry out
+		// of the root onto this machine's own files.
+		if err := noLinkBelow(dir, filepath.Dir(rel)); err != nil {
+			return fmt.Errorf("entry %q: %w", h.Name, err)
+		}
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 			return err
 		}
@@ -127,8 +132,12 @@ func extract(tr *tar.Reader, dir string) error {
 			}
 			continue
 		case tar.TypeLink:
+			link := filepath.Clean(h.Linkname)
+			if !filepath.IsLocal(link) {
+				return fmt.Errorf("entry %q links to %q, outside the root", h.Name, h.Linkname)
+			}
 			_ = os.Remove(target)
-			if err := os.Link(filepath.Join(dir, filepath.Clean(h.Linkname)), target); err != nil {
+			if err := os.Link(filepath.Join(dir, link), target); err != nil {
 				return err
 			}
 			continue
@@ -181,4 +190,26 @@ func writeFile(path string, r io.Reader) error {
 		return err
 	}
 	return f.Close()
+}
+
+// noLinkBelow fails when a directory on the way from root to root/rel is a symbolic link.
+func noLinkBelow(root, rel string) error {
+	p := root
+	for part := range strings.SplitSeq(rel, string(filepath.Separator)) {
+		if part == "." || part == "" {
+			continue
+		}
+		p = filepath.Join(p, part)
+		st, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if st.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("%s is a symbolic link", p)
+		}
+	}
+	return nil
 }
