@@ -125,11 +125,6 @@ func statefulSet(h *mariadb.Host, name string, args ...string) *appsv1.StatefulS
 			"--skip-log-bin",
 		}
 	}
-	limit := resource.MustParse("1Gi")
-	if isMySQL(h) {
-		// The memory accounting counts the TempTable engine's default 1GiB on MySQL.
-		limit = resource.MustParse("2Gi")
-	}
 	var env []corev1.EnvVar
 	if h.Server.Root != "" {
 		// The image's entrypoint refuses an empty data directory without a root password or
@@ -150,7 +145,7 @@ func statefulSet(h *mariadb.Host, name string, args ...string) *appsv1.StatefulS
 					Args:  append(settings, args...),
 					Env:   env,
 					Resources: corev1.ResourceRequirements{
-						Limits: corev1.ResourceList{corev1.ResourceMemory: limit},
+						Limits: corev1.ResourceList{corev1.ResourceMemory: serverMemoryLimit(h)},
 					},
 					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/mysql"}},
 				}}},
@@ -166,6 +161,15 @@ func statefulSet(h *mariadb.Host, name string, args ...string) *appsv1.StatefulS
 			}},
 		},
 	}
+}
+
+// serverMemoryLimit is the database container's memory limit: 1Gi, or on MySQL 2Gi, as the memory
+// accounting counts the TempTable engine's default 1GiB there.
+func serverMemoryLimit(h *mariadb.Host) resource.Quantity {
+	if isMySQL(h) {
+		return resource.MustParse("2Gi")
+	}
+	return resource.MustParse("1Gi")
 }
 
 // scratchVolume is a ScratchVolume as the API server stores it, defaults filled in.

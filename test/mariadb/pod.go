@@ -50,9 +50,9 @@ type Pod struct {
 
 	host   *Host
 	claims []corev1.PersistentVolumeClaim
-	// bitnami is true for a Bitnami image, which the harness starts as its run.sh does; socket is
+	// bitnami is set for a Bitnami image, which the harness starts as its run.sh does; socket is
 	// the server's socket in the container.
-	bitnami bool
+	bitnami *bitnamiLayout
 	socket  string
 	dir     string
 	index   int
@@ -103,7 +103,8 @@ func (h *Host) NewPod(sts *appsv1.StatefulSet, svs ...*v1alpha1.ScratchVolume) (
 		return nil, fmt.Errorf("StatefulSet %s: %w", sts.Name, err)
 	}
 	p.DataDir = profile.DataDir
-	p.bitnami, p.socket = profile.Packaging == dbmysql.PackagingBitnami, socketPath(profile)
+	p.bitnami = bitnamiFor(profile)
+	p.socket = socketPath(p.bitnami)
 	p.dir = filepath.Join(h.dir, p.Name)
 	if err := h.register(p); err != nil {
 		return nil, err

@@ -96,12 +96,12 @@ func (p *Pod) databaseContainer(dir string, c *corev1.Container, vols map[string
 	}
 	s := p.host.Server
 	uid, gid := p.runAs(c)
-	if s.Root != "" && !p.bitnami {
+	if s.Root != "" && p.bitnami == nil {
 		// The image's own entrypoint initializes the data directory and drops to its user.
 		cs.Processes = []processSpec{{Argv: s.command(c), Env: env, UID: uid, GID: gid, Groups: p.fsGroups()}}
 		return cs, nil
 	}
-	if p.bitnami {
+	if p.bitnami != nil {
 		if uid == 0 {
 			uid, gid = s.UID, s.GID
 		}
