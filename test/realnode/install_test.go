@@ -56,12 +56,12 @@ type product struct {
 // ScratchVolume, and what follows.
 func TestInstalledProduct(t *testing.T) {
 	e := requireEnv(t)
-	requireMariaDBParts(t)
+	requireDatabaseImageParts(t)
 	ctx := signalContext(t)
 	absent := realnode.AbsentHostPaths(productHostPaths...)
 
 	start := time.Now()
-	images := buildProductImages(ctx, t, e.root)
+	images, servers := buildProductImages(ctx, t, e.root)
 	t.Logf("images built in %s", time.Since(start).Round(time.Millisecond))
 
 	nodeDir := ""
@@ -117,6 +117,7 @@ func TestInstalledProduct(t *testing.T) {
 		{"memory-check-refuses-and-ignore-oom-kills", p.testMemoryCheck},
 		{"deletion-reverts", p.testRevert(m)},
 		{"manager-killed-mid-rollout", p.testManagerKilledMidRollout},
+		{"mysql-9.7-and-mariadb-11.8", p.testServers(servers)},
 	}
 	ranAll := true
 	for _, step := range steps {
@@ -129,30 +130,41 @@ func TestInstalledProduct(t *testing.T) {
 	t.Run("permissions-used-and-sufficient", p.testPermissions(ranAll))
 }
 
-// requireMariaDBParts skips (fails in strict mode) when the MariaDB image cannot be built.
-func requireMariaDBParts(t *testing.T) {
+// requireDatabaseImageParts skips (fails in strict mode) when the database images cannot be built:
+// without mmdebstrap, each needs its root file system in hack/images' cache.
+func requireDatabaseImageParts(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("mmdebstrap"); err != nil {
-		if !testenv.CachedRootfs("mariadb") {
-			testenv.SkipOrFail(t, "mmdebstrap is not installed and no MariaDB root file system is cached: apt-get install mmdebstrap")
+	if _, err := exec.LookPath("mmdebstrap"); err == nil {
+		return
+	}
+	for _, database := range []string{"mariadb", "mariadb-sid", "mysql-sid"} {
+		if !testenv.CachedRootfs(database) {
+			testenv.SkipOrFail(t, "mmdebstrap is not installed and no %s root file system is cached: apt-get install mmdebstrap", database)
 		}
 	}
 }
 
 // buildProductImages runs `make images` for this machine's platform, as a user building the
-// images would, and the MariaDB image; it returns the tarballs to import.
-func buildProductImages(ctx context.Context, t *testing.T, root string) []string {
+// images would, and the database images: it returns the tarballs to import, and the references of
+// the database images other than MariaDB 10.11 by their hack/images name.
+func buildProductImages(ctx context.Context, t *testing.T, root string) (tarballs []string, refs map[string]string) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, "make", "-C", root, "images", "PLATFORMS=linux/amd64")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make images: %v\n%s", err, out)
 	}
 	dir := filepath.Join(root, "bin", "images")
-	mariadb, err := realnode.BuildMariaDBImage(ctx, root, dir)
-	if err != nil {
-		t.Fatal(err)
+	tarballs = []string{filepath.Join(dir, "manager.tar"), filepath.Join(dir, "node-agent.tar")}
+	refs = map[string]string{}
+	for _, database := range []string{"mariadb", "mariadb-sid", "mysql-sid"} {
+		tarball, ref, err := realnode.BuildDatabaseImage(ctx, root, dir, database)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tarballs = append(tarballs, tarball)
+		refs[database] = ref
 	}
-	return []string{filepath.Join(dir, "manager.tar"), filepath.Join(dir, "node-agent.tar"), mariadb}
+	return tarballs, refs
 }
 
 // startNodeWith is startNode with options changed by change.

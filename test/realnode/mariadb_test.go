@@ -70,7 +70,7 @@ func TestMariaDBInjectedOnRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := createNamespace(ctx, t, cs)
-	createLocalPV(ctx, t, cs, node)
+	createLocalPV(ctx, t, cs, node, localPVName)
 
 	sts, err := cs.AppsV1().StatefulSets(ns).Create(ctx, mariadbStatefulSet(node.Name()), metav1.CreateOptions{})
 	if err != nil {
@@ -214,11 +214,12 @@ func assertInjected(ctx context.Context, t *testing.T, cfg *rest.Config, cs kube
 	}
 }
 
-// createLocalPV creates a StorageClass without a provisioner and a local PersistentVolume on a
-// directory of the node's, pinned to the node, for the StatefulSet's volumeClaimTemplate.
-func createLocalPV(ctx context.Context, t *testing.T, cs kubernetes.Interface, node *realnode.Node) {
+// createLocalPV creates a local PersistentVolume on a directory of the node's, pinned to the node,
+// for a StatefulSet's volumeClaimTemplate, and the StorageClass without a provisioner it belongs
+// to when no test made it yet.
+func createLocalPV(ctx context.Context, t *testing.T, cs kubernetes.Interface, node *realnode.Node, name string) {
 	t.Helper()
-	dir := filepath.Join(node.Dir(), "local-pv", "mariadb")
+	dir := filepath.Join(node.Dir(), "local-pv", name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -228,14 +229,16 @@ func createLocalPV(ctx context.Context, t *testing.T, cs kubernetes.Interface, n
 		Provisioner:       "kubernetes.io/no-provisioner",
 		VolumeBindingMode: &mode,
 	}
-	if _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+	switch _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); {
+	case err == nil:
+		t.Cleanup(func() {
+			_ = cs.StorageV1().StorageClasses().Delete(context.Background(), sc.Name, metav1.DeleteOptions{})
+		})
+	case !apierrors.IsAlreadyExists(err):
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cs.StorageV1().StorageClasses().Delete(context.Background(), sc.Name, metav1.DeleteOptions{})
-	})
 	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: localPVName},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},

@@ -52,7 +52,7 @@ type mariadb struct {
 func (p *product) startMariaDB(ctx context.Context, t *testing.T) *mariadb {
 	t.Helper()
 	p.ns = createNamespace(ctx, t, p.cs)
-	createLocalPV(ctx, t, p.cs, p.node)
+	createLocalPV(ctx, t, p.cs, p.node, localPVName)
 	sts, err := p.cs.AppsV1().StatefulSets(p.ns).Create(ctx, mariadbStatefulSet(p.node.Name()), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -113,9 +113,15 @@ func (p *product) applyScratchVolume(ctx context.Context, t *testing.T, size str
 // its condition ctype has the wanted status, and returns it.
 func (p *product) waitScratchVolume(ctx context.Context, t *testing.T, ctype string, want metav1.ConditionStatus) *v1alpha1.ScratchVolume {
 	t.Helper()
+	return p.waitScratchVolumeOf(ctx, t, scratchName, ctype, want)
+}
+
+// waitScratchVolumeOf is waitScratchVolume for the ScratchVolume name.
+func (p *product) waitScratchVolumeOf(ctx context.Context, t *testing.T, name, ctype string, want metav1.ConditionStatus) *v1alpha1.ScratchVolume {
+	t.Helper()
 	sv := &v1alpha1.ScratchVolume{}
-	waitFor(t, 5*time.Minute, fmt.Sprintf("ScratchVolume %s with %s=%s", scratchName, ctype, want), func() (bool, string) {
-		if err := p.cl.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: scratchName}, sv); err != nil {
+	waitFor(t, 5*time.Minute, fmt.Sprintf("ScratchVolume %s with %s=%s", name, ctype, want), func() (bool, string) {
+		if err := p.cl.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: name}, sv); err != nil {
 			return false, err.Error()
 		}
 		c := meta.FindStatusCondition(sv.Status.Conditions, ctype)
