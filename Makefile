@@ -120,11 +120,15 @@ demo-down: ## Stop everything make demo started and undo its changes to this mac
 ##@ Benchmarks
 
 .PHONY: bench
-bench: bench-mariadb bench-mariadb-cloud bench-probe bench-scratch-usage ## Run every benchmark (as root); JSON and PNG results under bin/bench/.
+bench: bench-mariadb bench-mysql bench-mariadb-cloud bench-probe bench-scratch-usage ## Run every benchmark (as root); JSON and PNG results under bin/bench/.
 
 .PHONY: bench-mariadb
 bench-mariadb: ## MariaDB with tmpdir on tmpfs vs on disk, side by side (as root; needs mariadb-server, sysbench).
 	go run ./test/mariadb/bench -out bin/bench/mariadb -runs 5 -buffer-pool 256Mi -scratch-size 2Gi -bigsort-mib 0 -alter-mib 0
+
+.PHONY: bench-mysql
+bench-mysql: ## MySQL 9.7 (the test image of make images-databases) with tmpdir on tmpfs vs on disk, as bench-mariadb (as root).
+	go run ./test/mariadb/bench -server mysql-sid -out bin/bench/mysql -runs 5 -buffer-pool 256Mi -scratch-size 2Gi -bigsort-mib 0 -alter-mib 0
 
 .PHONY: bench-mariadb-cloud
 bench-mariadb-cloud: ## MariaDB in a 4Gi pod on a gp3-shaped data volume: tmpdir in RAM, on the node's disk, on the volume; online ALTER (as root; about 15 minutes).

@@ -25,12 +25,14 @@ const alterRAM = "alter-ram"
 // alterTableLoad creates the table the ALTER indexes: keys in random order (hashes), so that the
 // sort has work to do.
 func alterTableLoad(mib int) []string {
-	rows := int64(mib) << 20 / alterKeyBytes
 	return []string{
 		fmt.Sprintf("CREATE TABLE bench.wide (id INT PRIMARY KEY, k VARCHAR(%d) CHARACTER SET latin1 NOT NULL) ENGINE=InnoDB", alterKeyBytes),
-		fmt.Sprintf("INSERT INTO bench.wide SELECT seq, REPEAT(MD5(seq), %d) FROM bench.seq_1_to_%d", alterKeyBytes/32, rows),
+		fmt.Sprintf("INSERT INTO bench.wide SELECT seq, %s FROM %s", text(alterKeyBytes/8), seqRows(alterRows(mib))),
 	}
 }
+
+// alterRows is the number of rows whose keys total mib MiB.
+func alterRows(mib int) int64 { return int64(mib) << 20 / alterKeyBytes }
 
 // alter times addIndex with the variant's own innodb_tmpdir.
 func (v *variant) alter(ctx context.Context, _ config) (runResult, error) {

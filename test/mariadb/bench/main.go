@@ -1,4 +1,4 @@
-// Command bench measures what a ScratchVolume buys a MariaDB server: the same StatefulSet run twice
+// Command bench measures what a ScratchVolume buys a MariaDB or MySQL server (-server): the same StatefulSet run twice
 // by the real-server harness, once injected by the controller's builder (tmpdir on a tmpfs) and once
 // as written (tmpdir in the container's /tmp, on this machine's disk, the filesystem of the data
 // volume), with the same server settings. Each run is repeated and the medians compared:
@@ -48,6 +48,7 @@ import (
 
 	"github.com/dbtune/scratch-operator/test/cloudvolume"
 	"github.com/dbtune/scratch-operator/test/mariadb"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // config is what the flags set.
@@ -61,6 +62,7 @@ type config struct {
 	sysbenchThreads int
 	tempClients     int
 	replot          string
+	server          string
 	volume          string
 	volumeSize      int64
 	bigSortMiB      int
@@ -89,6 +91,7 @@ func main() {
 	flag.Func("memory-limit", "the database container's limits.memory, its memory cgroup's limit (default 4Gi)", quantityFlag(&cfg.memoryLimit))
 	flag.Func("buffer-pool", "innodb_buffer_pool_size of every variant (default 2560Mi)", quantityFlag(&cfg.bufferPool))
 	flag.Func("scratch-size", "size of the injected RAM volume; the controller requires limit ≥ size + buffer pool + 256Mi (default 1Gi)", quantityFlag(&cfg.scratchSize))
+	flag.StringVar(&cfg.server, "server", "machine", "the database server: this machine's MariaDB packages (machine), or a database test image unpacked by make images-databases (mariadb-sid: MariaDB 11.8, mysql-sid: MySQL 9.7)")
 	flag.StringVar(&cfg.replot, "replot", "", "draw the chart of an existing results file instead of measuring, to a PNG of its name (in -out, default beside it)")
 	flag.Parse()
 	var err error
@@ -111,7 +114,7 @@ func run(cfg config) error {
 		return errors.New("-runs must be at least 1")
 	}
 	if os.Geteuid() != 0 {
-		return errors.New("needs root to mount tmpfs volumes and run mariadbd in its own namespaces: run it as root")
+		return errors.New("needs root to mount tmpfs volumes and run the server in its own namespaces: run it as root")
 	}
 	for _, tool := range []string{"mysqlslap", "sysbench"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -127,7 +130,7 @@ func run(cfg config) error {
 			return err
 		}
 	}
-	h, err := mariadb.NewHost("")
+	h, err := newHost(cfg.server)
 	if err != nil {
 		return err
 	}
@@ -156,6 +159,9 @@ func run(cfg config) error {
 		}
 	}
 	res := newResults(h, cfg, variants)
+	if cfg.server != "machine" {
+		res.Machine.Image = cfg.server
+	}
 	for _, w := range workloads(cfg) {
 		if err := runAlternating(ctx, cfg, variants, res, w); err != nil {
 			return err
@@ -168,6 +174,22 @@ func run(cfg config) error {
 	}
 	res.summarize()
 	return res.write(cfg.out, os.Stdout)
+}
+
+// newHost is the harness's host for the server -server names.
+func newHost(server string) (*mariadb.Host, error) {
+	if server == "machine" {
+		return mariadb.NewHost("")
+	}
+	root, err := testenv.DatabaseImageRoot(server)
+	if err != nil {
+		return nil, err
+	}
+	s, err := mariadb.ImageServer(root)
+	if err != nil {
+		return nil, err
+	}
+	return mariadb.NewHostFor(s, "")
 }
 
 // workload is one measurement: run on each variant it applies to.

@@ -30,9 +30,28 @@ type results struct {
 }
 
 type machine struct {
-	CPUs    int    `json:"cpus"`
-	Kernel  string `json:"kernel"`
-	MariaDB string `json:"mariadb"`
+	CPUs   int    `json:"cpus"`
+	Kernel string `json:"kernel"`
+	// Server is the database server measured, "MySQL 9.7.4"; files from before it was recorded
+	// have only MariaDB's version, in MariaDB.
+	Server  string `json:"server,omitempty"`
+	MariaDB string `json:"mariadb,omitempty"`
+	// Image is the database test image's name (hack/images), empty for this machine's packages.
+	Image string `json:"image,omitempty"`
+}
+
+// server is the measured server's name and version.
+func (m machine) server() string {
+	if m.Server != "" {
+		return m.Server
+	}
+	return "MariaDB " + m.MariaDB
+}
+
+// flavor is the server's name without its version: MariaDB, MySQL.
+func (m machine) flavor() string {
+	name, _, _ := strings.Cut(m.server(), " ")
+	return name
 }
 
 type settings struct {
@@ -48,9 +67,21 @@ type settings struct {
 	MixedTempClients   int      `json:"mixedTempClients"`
 	RunsPerMeasurement int      `json:"runsPerMeasurement"`
 	BigSortMiB         int      `json:"bigSortMiB,omitempty"`
-	AlterMiB           int      `json:"alterMiB,omitempty"`
+	// BigSortQuery is the large sort's statement; files from before it was recorded ran
+	// legacyBigSortQuery.
+	BigSortQuery string `json:"bigSortQuery,omitempty"`
+	AlterMiB     int    `json:"alterMiB,omitempty"`
 	// MemoryLimit is the database container's limits.memory; the buffer pool is in ServerArgs.
 	MemoryLimit string `json:"memoryLimit,omitempty"`
+}
+
+// bigSortQuery is the large sort the results measured.
+func (s settings) bigSortQuery() string {
+	if s.BigSortQuery != "" {
+		return s.BigSortQuery
+	}
+	rows := bigSortRows(s.BigSortMiB)
+	return fmt.Sprintf("SELECT SUM(LENGTH(pad)) FROM (SELECT seq, REPEAT(MD5(seq), 30) AS pad FROM bench.seq_1_to_%d ORDER BY pad LIMIT %d) AS sorted", rows, 2*rows)
 }
 
 // summary holds the medians of one variant's runs.
@@ -82,14 +113,14 @@ func newResults(h *mariadb.Host, cfg config, variants []*variant) *results {
 		Generated: time.Now().UTC().Truncate(time.Second),
 		Machine: machine{
 			CPUs: runtime.NumCPU(), Kernel: unix.ByteSliceToString(u.Release[:]),
-			MariaDB: fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch),
+			Server: fmt.Sprintf("%s %d.%d.%d", h.Server.Flavor, v.Major, v.Minor, v.Patch),
 		},
 		Settings: settings{
-			ServerArgs: serverArgs(cfg), ScratchVolumeSize: cfg.scratchSize.String(), Rows: cfg.rows,
+			ServerArgs: serverArgs(cfg, h.Server.Flavor), ScratchVolumeSize: cfg.scratchSize.String(), Rows: cfg.rows,
 			Queries: []string{groupQuery, sortQuery}, SlapClients: cfg.clients, SlapQueries: cfg.queries,
 			MixedSeconds: cfg.mixedDuration.Seconds(), SysbenchThreads: cfg.sysbenchThreads,
 			SysbenchTables: sysbenchTables, MixedTempClients: cfg.tempClients, RunsPerMeasurement: cfg.runs,
-			BigSortMiB: cfg.bigSortMiB, AlterMiB: cfg.alterMiB, MemoryLimit: cfg.memoryLimit.String(),
+			BigSortMiB: cfg.bigSortMiB, BigSortQuery: bigSortQuery(cfg.bigSortMiB), AlterMiB: cfg.alterMiB, MemoryLimit: cfg.memoryLimit.String(),
 		},
 		Variants: map[string]*variant{},
 		Runs:     map[string][]runResult{},
@@ -171,12 +202,18 @@ func (r *results) write(dir string, md io.Writer) error {
 }
 
 // baseName names the results' files: the runs on a cloud-shaped volume apart from those on this
-// machine's disk, so that both can sit side by side in one directory.
+// machine's disk, so that both can sit side by side in one directory, and those of an image's
+// server by its flavor and version (mysql-9.7-tmpdir).
 func (r *results) baseName() string {
-	if v := r.Variants["tmpfs"]; v != nil && v.DataVolume != "" {
-		return "mariadb-cloudvolume"
+	prefix := "mariadb"
+	if r.Machine.Image != "" {
+		v := strings.SplitN(strings.TrimPrefix(r.Machine.server(), r.Machine.flavor()+" "), ".", 3)
+		prefix = strings.ToLower(r.Machine.flavor()) + "-" + strings.Join(v[:min(2, len(v))], ".")
 	}
-	return "mariadb-tmpdir"
+	if v := r.Variants["tmpfs"]; v != nil && v.DataVolume != "" {
+		return prefix + "-cloudvolume"
+	}
+	return prefix + "-tmpdir"
 }
 
 // writeChart draws the chart to dir/<base>.png and returns that path.
@@ -212,28 +249,40 @@ func readResults(path string) (*results, error) {
 	return &r, nil
 }
 
+// serverFlag is the -server flag that measured an image's server, "" for this machine's.
+func (r *results) serverFlag() string {
+	if r.Machine.Image == "" {
+		return ""
+	}
+	return " -server " + r.Machine.Image
+}
+
 // markdown is the section for docs/benchmarks.md.
 func (r *results) markdown(pngPath, jsonPath string) string {
 	vt := r.Variants["tmpfs"]
 	vd := r.Variants["disk"]
 	var b strings.Builder
 	if vt.DataVolume != "" {
-		fmt.Fprintf(&b, "## MariaDB tmpdir on a cloud-shaped volume, in a %s pod\n\n", r.Settings.MemoryLimit)
+		fmt.Fprintf(&b, "## %s tmpdir on a cloud-shaped volume, in a %s pod\n\n", r.Machine.flavor(), r.Settings.MemoryLimit)
 	} else {
-		fmt.Fprintf(&b, "## MariaDB tmpdir: tmpfs vs disk\n\n")
+		fmt.Fprintf(&b, "## %s tmpdir: tmpfs vs disk\n\n", r.Machine.server())
 	}
-	fmt.Fprintf(&b, "Measured %s on %d CPUs, Linux %s, MariaDB %s, by `go run ./test/mariadb/bench` (as root). ",
-		r.Generated.Format("2006-01-02"), r.Machine.CPUs, r.Machine.Kernel, r.Machine.MariaDB)
+	fmt.Fprintf(&b, "Measured %s on %d CPUs, Linux %s, %s, by `go run ./test/mariadb/bench%s` (as root). ",
+		r.Generated.Format("2006-01-02"), r.Machine.CPUs, r.Machine.Kernel, r.Machine.server(), r.serverFlag())
 	fmt.Fprintf(&b, "One StatefulSet, run %d times side by side by the real-server harness with the same server settings (`%s`): ",
 		len(r.order), strings.Join(r.Settings.ServerArgs, " "))
 	fmt.Fprintf(&b, "injected with a %s ScratchVolume (tmpdir `%s` on %s), and as written (tmpdir `%s` in the container's writable layer, on %s, %s). ",
 		r.Settings.ScratchVolumeSize, vt.TmpDir, vt.FS, vd.TmpDir, vd.FS, r.diskVariantPlace())
 	fmt.Fprintf(&b, "Runs alternate between the variants; each figure is the median of %d runs.\n\n", r.Settings.RunsPerMeasurement)
-	fmt.Fprintf(&b, "- **temp**: mysqlslap, %d concurrent clients, %d queries over a %d-row table: a GROUP BY on a TEXT column (on-disk temporary table) ordered by an aggregate, and a deep page of a TEXT sort (merging filesort).\n",
-		r.Settings.SlapClients, r.Settings.SlapQueries, r.Settings.Rows)
+	table := "an on-disk Aria temporary table in tmpdir"
+	if r.Machine.flavor() == "MySQL" {
+		table = "a TempTable table, in memory up to temptable_max_ram, then in the session temporary tablespace on the RAM volume"
+	}
+	fmt.Fprintf(&b, "- **temp**: mysqlslap, %d concurrent clients, %d queries over a %d-row table: a GROUP BY on a TEXT column (%s) ordered by an aggregate, and a deep page of a TEXT sort (merging filesort in tmpdir).\n",
+		r.Settings.SlapClients, r.Settings.SlapQueries, r.Settings.Rows, table)
 	if r.Settings.BigSortMiB > 0 {
 		fmt.Fprintf(&b, "- **bigsort**: one query ordering %d MiB of generated rows (`%s`): a filesort merging through temporary files larger than what the kernel lets stay dirty.\n",
-			r.Settings.BigSortMiB, bigSortQuery(r.Settings.BigSortMiB))
+			r.Settings.BigSortMiB, r.Settings.bigSortQuery())
 	}
 	if a := r.Settings.AlterMiB; a > 0 {
 		fmt.Fprintf(&b, "- **alter**: `%s` on a table of %d rows, %d MiB of %d-byte keys, an online index build sorting through files in innodb_tmpdir (tmpfs: `%s` on %s, where the operator keeps it; disk: `%s` on %s). **alter-ram**: the same on the tmpfs variant with `SET SESSION innodb_tmpdir` to its RAM volume, what `spec.mysql.innodbTmpdir: Memory` would do.\n",
@@ -255,7 +304,7 @@ func (r *results) markdown(pngPath, jsonPath string) string {
 			vt.MemoryLimitMiB, r.oomKills())
 	}
 	fmt.Fprintf(&b, "Every run, chart and raw figure: `%s`, `%s`.\n\n", filepath.Base(pngPath), filepath.Base(jsonPath))
-	fmt.Fprintf(&b, "![MariaDB tmpdir on tmpfs vs disk](%s)\n", filepath.Base(pngPath))
+	fmt.Fprintf(&b, "![%s tmpdir on tmpfs vs disk](%s)\n", r.Machine.flavor(), filepath.Base(pngPath))
 	return b.String()
 }
 

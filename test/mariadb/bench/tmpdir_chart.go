@@ -44,10 +44,10 @@ var panels = []struct {
 // whisker: with a handful of runs on a shared machine, the spread says as much as the median.
 func (r *results) chart() *chart.Chart {
 	ch := &chart.Chart{
-		Title:        "MariaDB " + r.Machine.MariaDB + ": tmpdir on tmpfs vs on disk",
+		Title:        r.Machine.server() + ": tmpdir on tmpfs vs on disk",
 		Series:       r.order,
 		WhiskerLabel: fmt.Sprintf("min–max of %d runs", r.Settings.RunsPerMeasurement),
-		Machine:      fmt.Sprintf("%d CPUs, Linux %s, MariaDB %s", r.Machine.CPUs, r.Machine.Kernel, r.Machine.MariaDB),
+		Machine:      fmt.Sprintf("%d CPUs, Linux %s, %s", r.Machine.CPUs, r.Machine.Kernel, r.Machine.server()),
 		// Generated is taken just before the first measured run.
 		Measured: r.Generated,
 		Notes: fmt.Sprintf("Bars: median of %d runs per variant, the variants alternating.%s%s",

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"regexp"
@@ -39,15 +40,34 @@ const (
 // connections for the clients, defaults for everything that decides when temporary data spills.
 // The buffer pool is on the command line, where the controller reads it to check that the RAM
 // volume fits beside it in the memory limit.
-func serverArgs(cfg config) []string {
-	return []string{
+// MySQL gets the same redo log through innodb_redo_log_capacity (innodb_log_file_size is gone in
+// 9.7) and its binary log off, as MariaDB has it by default, so that a commit fsyncs the redo log
+// only on both.
+func serverArgs(cfg config, flavor v1alpha1.MySQLFlavor) []string {
+	redo, binlog := "--innodb-log-file-size=64M", []string(nil)
+	if flavor == v1alpha1.FlavorMySQL {
+		redo, binlog = "--innodb-redo-log-capacity=64M", []string{"--skip-log-bin"}
+	}
+	return append([]string{
 		"--skip-networking",
 		"--innodb-buffer-pool-size=" + mysqldSize(cfg.bufferPool.Value()),
-		"--innodb-log-file-size=64M",
+		redo,
 		"--max-connections=300",
 		"--innodb-buffer-pool-dump-at-shutdown=OFF",
 		"--innodb-buffer-pool-load-at-startup=OFF",
-	}
+	}, binlog...)
+}
+
+// seqRows is a derived table of the integers 1 to n in its column seq, read from bench.seq (made by
+// load): MariaDB's sequence engine has no counterpart on MySQL.
+func seqRows(n int64) string {
+	return fmt.Sprintf("(SELECT seq FROM bench.seq WHERE seq <= %d) AS s", n)
+}
+
+// text is an SQL expression of 8*words characters that differs for every seq and sorts in no
+// relation to it, in functions both servers have: MySQL 9.7 as Debian builds it has no MD5().
+func text(words int) string {
+	return fmt.Sprintf("REPEAT(LPAD(HEX(CRC32(seq)), 8, '0'), %d)", words)
 }
 
 // mysqldSize writes bytes in mysqld's size syntax, with the largest binary suffix that divides it.
@@ -103,7 +123,12 @@ type variant struct {
 
 func statefulSet(h *mariadb.Host, cfg config, name string, extraArgs ...string) *appsv1.StatefulSet {
 	labels := map[string]string{"app.kubernetes.io/name": name}
-	v := h.Server.Version
+	var env []corev1.EnvVar
+	if h.Server.Root != "" {
+		// The image's entrypoint initializes an empty data directory only when told how root
+		// logs in; the benchmark logs in as root over the socket.
+		env = []corev1.EnvVar{{Name: "MYSQL_ALLOW_EMPTY_PASSWORD", Value: "1"}}
+	}
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name},
 		Spec: appsv1.StatefulSetSpec{
@@ -111,9 +136,10 @@ func statefulSet(h *mariadb.Host, cfg config, name string, extraArgs ...string) 
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name:  "mariadb",
-					Image: fmt.Sprintf("mariadb:%d.%d", v.Major, v.Minor),
-					Args:  append(serverArgs(cfg), extraArgs...),
+					Name:  "db",
+					Image: h.Server.Image,
+					Args:  append(serverArgs(cfg, h.Server.Flavor), extraArgs...),
+					Env:   env,
 					Resources: corev1.ResourceRequirements{
 						Limits: corev1.ResourceList{corev1.ResourceMemory: cfg.memoryLimit},
 					},
@@ -280,13 +306,12 @@ func fsType(pod *mariadb.Pod, dir string) (string, error) {
 // load creates the table the temporary-table queries read and sysbench's tables.
 func (v *variant) load(ctx context.Context, cfg config) error {
 	groups := max(cfg.rows/4, 1)
-	for _, q := range []string{
-		"CREATE DATABASE bench",
+	for _, q := range append(seqLoad(max(int64(cfg.rows), bigSortRows(cfg.bigSortMiB), alterRows(cfg.alterMiB))),
 		"CREATE DATABASE sbtest",
 		"CREATE TABLE bench.docs (id INT PRIMARY KEY, grp TEXT, note TEXT) ENGINE=InnoDB",
-		fmt.Sprintf("INSERT INTO bench.docs SELECT seq, CONCAT('group-', seq %% %d), REPEAT(MD5(seq), 10) FROM bench.seq_1_to_%d", groups, cfg.rows),
+		fmt.Sprintf("INSERT INTO bench.docs SELECT seq, CONCAT('group-', seq %% %d), %s FROM %s", groups, text(40), seqRows(int64(cfg.rows))),
 		"ANALYZE TABLE bench.docs",
-	} {
+	) {
 		if _, err := v.pod.DB().ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("%s: %w", q, err)
 		}
@@ -303,6 +328,24 @@ func (v *variant) load(ctx context.Context, cfg config) error {
 		return err
 	}
 	return v.flushDirtyPages(ctx)
+}
+
+// seqLoad creates bench and its table of the integers 1 to n, built from cross-joined digits a
+// million rows at a time.
+func seqLoad(n int64) []string {
+	digits := "(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 " +
+		"UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
+	var from, sum []string
+	for i := range 6 {
+		from = append(from, fmt.Sprintf("%s AS d%d", digits, i))
+		sum = append(sum, fmt.Sprintf("d%d.d * %d", i, int(math.Pow10(i))))
+	}
+	million := fmt.Sprintf("SELECT %s AS i FROM %s", strings.Join(sum, " + "), strings.Join(from, " CROSS JOIN "))
+	qs := []string{"CREATE DATABASE bench", "CREATE TABLE bench.seq (seq INT PRIMARY KEY) ENGINE=InnoDB"}
+	for base := int64(0); base < n; base += 1_000_000 {
+		qs = append(qs, fmt.Sprintf("INSERT INTO bench.seq SELECT %d + i + 1 FROM (%s) AS m WHERE %d + i < %d", base, million, base, n))
+	}
+	return qs
 }
 
 // Bounds on flushDirtyPages: a few pages stay dirty in a quiet server (its own bookkeeping).
@@ -400,13 +443,16 @@ const memorySampleInterval = 100 * time.Millisecond
 // bigSortRowBytes is the size of one row of bigSortQuery's result.
 const bigSortRowBytes = 960
 
+// bigSortRows is the number of rows of about mib MiB that bigSortQuery orders.
+func bigSortRows(mib int) int64 { return int64(mib) << 20 / bigSortRowBytes }
+
 // bigSortQuery orders about mib MiB of generated rows. The derived table's LIMIT, above the row
 // count, keeps the ORDER BY from being dropped without turning it into an in-memory top-N; the
 // sum keeps the result to one row, so that the client's reading costs nothing.
 func bigSortQuery(mib int) string {
-	rows := int64(mib) << 20 / bigSortRowBytes
-	return fmt.Sprintf("SELECT SUM(LENGTH(pad)) FROM (SELECT seq, REPEAT(MD5(seq), 30) AS pad FROM bench.seq_1_to_%d ORDER BY pad LIMIT %d) AS sorted",
-		rows, 2*rows)
+	rows := bigSortRows(mib)
+	return fmt.Sprintf("SELECT SUM(LENGTH(pad)) FROM (SELECT seq, %s AS pad FROM %s ORDER BY pad LIMIT %d) AS sorted",
+		text(bigSortRowBytes/8), seqRows(rows), 2*rows)
 }
 
 // bigSort times bigSortQuery once.
