@@ -36,10 +36,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -63,6 +65,7 @@ type config struct {
 	tempClients     int
 	replot          string
 	server          string
+	seed            int64
 	volume          string
 	volumeSize      int64
 	bigSortMiB      int
@@ -92,6 +95,7 @@ func main() {
 	flag.Func("buffer-pool", "innodb_buffer_pool_size of every variant (default 2560Mi)", quantityFlag(&cfg.bufferPool))
 	flag.Func("scratch-size", "size of the injected RAM volume; the controller requires limit ≥ size + buffer pool + 256Mi (default 1Gi)", quantityFlag(&cfg.scratchSize))
 	flag.StringVar(&cfg.server, "server", "machine", "the database server: this machine's MariaDB packages (machine), or a database test image unpacked by make images-databases (mariadb-sid: MariaDB 11.8, mysql-sid: MySQL 9.7)")
+	flag.Int64Var(&cfg.seed, "seed", time.Now().UnixNano(), "seed of the variants' order in each round (recorded in the results)")
 	flag.StringVar(&cfg.replot, "replot", "", "draw the chart of an existing results file instead of measuring, to a PNG of its name (in -out, default beside it)")
 	flag.Parse()
 	var err error
@@ -159,11 +163,13 @@ func run(cfg config) error {
 		}
 	}
 	res := newResults(h, cfg, variants)
+	res.Settings.Seed = cfg.seed
+	rng := rand.New(rand.NewPCG(uint64(cfg.seed), 0))
 	if cfg.server != "machine" {
 		res.Machine.Image = cfg.server
 	}
 	for _, w := range workloads(cfg) {
-		if err := runAlternating(ctx, cfg, variants, res, w); err != nil {
+		if err := runAlternating(ctx, cfg, rng, variants, res, w); err != nil {
 			return err
 		}
 	}
@@ -215,10 +221,13 @@ func workloads(cfg config) []workload {
 }
 
 // runAlternating runs w cfg.runs times on every variant it applies to, the variants taking turns so
-// that a slow spell of the machine does not fall on one of them only.
-func runAlternating(ctx context.Context, cfg config, variants []*variant, res *results, w workload) error {
+// that a slow spell of the machine does not fall on one of them only, in an order drawn anew for
+// each round from rng, so that going first or second does not either.
+func runAlternating(ctx context.Context, cfg config, rng *rand.Rand, variants []*variant, res *results, w workload) error {
 	for i := range cfg.runs {
-		for _, v := range variants {
+		order := slices.Clone(variants)
+		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		for position, v := range order {
 			if w.only != "" && v.name != w.only {
 				continue
 			}
@@ -226,6 +235,7 @@ func runAlternating(ctx context.Context, cfg config, variants []*variant, res *r
 			if err != nil {
 				return fmt.Errorf("%s %s run %d: %w", v.name, w.name, i+1, err)
 			}
+			r.Round, r.Position = i+1, position+1
 			res.add(v.name, r)
 			fmt.Fprintf(os.Stderr, "bench: %s %s run %d: %s\n", v.name, w.name, i+1, r.brief())
 		}

@@ -66,7 +66,10 @@ type settings struct {
 	SysbenchTables     []string `json:"sysbenchTables"`
 	MixedTempClients   int      `json:"mixedTempClients"`
 	RunsPerMeasurement int      `json:"runsPerMeasurement"`
-	BigSortMiB         int      `json:"bigSortMiB,omitempty"`
+	// Seed drew the variants' order in each round; files from before it was recorded ran them in
+	// a fixed order, tmpfs first.
+	Seed       int64 `json:"seed,omitempty"`
+	BigSortMiB int   `json:"bigSortMiB,omitempty"`
 	// BigSortQuery is the large sort's statement; files from before it was recorded ran
 	// legacyBigSortQuery.
 	BigSortQuery string `json:"bigSortQuery,omitempty"`
@@ -273,7 +276,11 @@ func (r *results) markdown(pngPath, jsonPath string) string {
 		len(r.order), strings.Join(r.Settings.ServerArgs, " "))
 	fmt.Fprintf(&b, "injected with a %s ScratchVolume (tmpdir `%s` on %s), and as written (tmpdir `%s` in the container's writable layer, on %s, %s). ",
 		r.Settings.ScratchVolumeSize, vt.TmpDir, vt.FS, vd.TmpDir, vd.FS, r.diskVariantPlace())
-	fmt.Fprintf(&b, "Runs alternate between the variants; each figure is the median of %d runs.\n\n", r.Settings.RunsPerMeasurement)
+	order := "in a fixed order, tmpfs first"
+	if r.Settings.Seed != 0 {
+		order = fmt.Sprintf("in an order drawn anew for each round (seed %d)", r.Settings.Seed)
+	}
+	fmt.Fprintf(&b, "Runs alternate between the variants, %s; each figure is the median of %d runs.\n\n", order, r.Settings.RunsPerMeasurement)
 	table := "an on-disk Aria temporary table in tmpdir"
 	if r.Machine.flavor() == "MySQL" {
 		table = "a TempTable table, in memory up to temptable_max_ram, then in the session temporary tablespace on the RAM volume"

@@ -407,6 +407,10 @@ func (v *variant) sysbench(ctx context.Context, args ...string) (string, error) 
 // runResult is one run of one workload on one variant.
 type runResult struct {
 	Workload string `json:"workload"`
+	// Round counts the rounds of the workload from 1; Position is the run's place in its round's
+	// order, from 1.
+	Round    int `json:"round,omitempty"`
+	Position int `json:"position,omitempty"`
 	// Seconds is how long mysqlslap took for all its queries (temp), or the one large sort took
 	// (bigsort).
 	Seconds float64 `json:"seconds,omitempty"`
