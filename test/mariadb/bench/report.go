@@ -317,8 +317,12 @@ func (r *results) markdown(pngPath, jsonPath string) string {
 
 // diskVariantPlace says where the as-written variant's tmpdir is relative to the data volume.
 func (r *results) diskVariantPlace() string {
-	if r.Variants["tmpfs"].DataVolume != "" {
+	switch {
+	case r.Variants["tmpfs"].DataVolume != "":
 		return "the node's disk, outside the data volume"
+	case r.Variants["disk"].FS == "overlay":
+		// An image's container root is an overlay whose upper layer is on this machine's disk.
+		return "an overlay whose writable layer is on the node's disk, the disk of the data volume"
 	}
 	return "the filesystem of the data volume"
 }
