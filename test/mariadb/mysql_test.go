@@ -107,7 +107,7 @@ func TestMySQLMemoryCharges(t *testing.T) {
 		mustExec(t, db,
 			"CREATE DATABASE app",
 			"CREATE TABLE app.wide (id INT PRIMARY KEY, payload VARCHAR(1200)) ENGINE=InnoDB",
-			fmt.Sprintf("INSERT INTO app.wide SELECT seq, %s FROM %s", seqText(125), seq(rows)))
+			fmt.Sprintf("INSERT INTO app.wide SELECT seq, %s FROM %s", mariadb.SeqText(125), mariadb.Seq(rows)))
 		base := logUsage(t, pod, "after start and load")
 		maxRAM := queryInt(t, db, "SELECT @@temptable_max_ram")
 

@@ -33,38 +33,13 @@ const spillQuery = "SELECT payload, COUNT(*) AS c FROM app.rows GROUP BY payload
 // sortQuery needs a filesort and no temporary table: "Using filesort".
 const sortQuery = "SELECT payload FROM app.rows ORDER BY payload DESC"
 
-// seq is a derived table of the integers 1 to n in its column seq, built from digits so that it
-// reads the same on every server (MariaDB's Sequence engine and MySQL's recursive common table
-// expressions each need settings of their own).
-func seq(n int) string {
-	digits := "(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 " +
-		"UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
-	var from, sum []string
-	for i, place := 0, 1; place < n; i, place = i+1, place*10 {
-		from = append(from, fmt.Sprintf("%s AS d%d", digits, i))
-		sum = append(sum, fmt.Sprintf("d%d.d * %d", i, place))
-	}
-	if len(from) == 0 {
-		return "(SELECT 1 AS seq) AS s"
-	}
-	return fmt.Sprintf("(SELECT 1 + %s AS seq FROM %s HAVING seq <= %d) AS s",
-		strings.Join(sum, " + "), strings.Join(from, " CROSS JOIN "), n)
-}
-
-// seqText is an SQL expression of about 8*repeat+10 characters that differs for every value of
-// the column seq, in functions every server has: MySQL 9.7 as Debian builds it has no MD5(), SHA1()
-// or SHA2().
-func seqText(repeat int) string {
-	return fmt.Sprintf("CONCAT(LPAD(seq, 10, '0'), REPEAT(LPAD(HEX(CRC32(seq)), 8, '0'), %d))", repeat)
-}
-
 // fillRows creates app.rows with n rows of about 200 bytes each.
 func fillRows(t *testing.T, db *sql.DB, n int) {
 	t.Helper()
 	mustExec(t, db,
 		"CREATE DATABASE IF NOT EXISTS app",
 		"CREATE TABLE app.rows (id INT AUTO_INCREMENT PRIMARY KEY, payload VARCHAR(200)) ENGINE=InnoDB",
-		"INSERT INTO app.rows (payload) SELECT "+seqText(23)+" FROM "+seq(n))
+		"INSERT INTO app.rows (payload) SELECT "+mariadb.SeqText(23)+" FROM "+mariadb.Seq(n))
 }
 
 // TestTemporaryFilesOnTmpfs runs, on each server, a query that needs an on-disk temporary table and
@@ -256,7 +231,7 @@ func keep(t *testing.T, db *sql.DB, n int) string {
 	t.Helper()
 	mustExec(t, db,
 		"CREATE TABLE app.kept (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB",
-		"INSERT INTO app.kept SELECT seq, "+seqText(4)+" FROM "+seq(n))
+		"INSERT INTO app.kept SELECT seq, "+mariadb.SeqText(4)+" FROM "+mariadb.Seq(n))
 	return checksumKept(t, db)
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/mysql"
+	harness "github.com/dbtune/scratch-operator/test/mariadb"
 )
 
 // serverCase is a database StatefulSet in the official image's shape that the installed operator
@@ -104,7 +105,7 @@ func (p *product) testServer(t *testing.T, sc serverCase, image string) {
 	t.Logf("%s answered %s after the StatefulSet was created; its own @@tmpdir is %s", sc.name, time.Since(start).Round(time.Millisecond), ownTmpdir)
 	p.serverSQL(ctx, t, sc, pod, "CREATE DATABASE kept; CREATE TABLE kept.t (i INT) ENGINE=InnoDB; INSERT INTO kept.t VALUES (42);"+
 		" CREATE TABLE kept.rows (id INT PRIMARY KEY, payload VARCHAR(200)) ENGINE=InnoDB;"+
-		" INSERT INTO kept.rows SELECT seq, CONCAT(LPAD(seq, 10, '0'), REPEAT(LPAD(HEX(CRC32(seq)), 8, '0'), 23)) FROM "+digitsSeq(serverFillRows))
+		" INSERT INTO kept.rows SELECT seq, "+harness.SeqText(23)+" FROM "+harness.Seq(serverFillRows))
 
 	p.applyServerScratchVolume(ctx, t, sc)
 	start = time.Now()
@@ -238,19 +239,6 @@ func officialStatefulSet(sc serverCase, image, nodeName string) *appsv1.Stateful
 		c.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("2Gi")
 	}
 	return sts
-}
-
-// digitsSeq is a derived table of the integers 1 to n in its column seq, from cross-joined digits:
-// it reads the same on MySQL and MariaDB, which differ in recursive-CTE limits and sequence tables.
-func digitsSeq(n int) string {
-	digits := "(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 " +
-		"UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
-	var from, sum []string
-	for i, place := 0, 1; place < n; i, place = i+1, place*10 {
-		from = append(from, fmt.Sprintf("%s AS d%d", digits, i))
-		sum = append(sum, fmt.Sprintf("d%d.d * %d", i, place))
-	}
-	return fmt.Sprintf("(SELECT 1 + %s AS seq FROM %s HAVING seq <= %d) AS s", strings.Join(sum, " + "), strings.Join(from, " CROSS JOIN "), n)
 }
 
 // applyServerScratchVolume applies the case's ScratchVolume as kubectl apply would.
