@@ -237,14 +237,7 @@ func (p *product) testMemoryCheck(t *testing.T) {
 func (p *product) testRevert(m *mariadb) func(t *testing.T) {
 	return func(t *testing.T) {
 		ctx := t.Context()
-		sv := &v1alpha1.ScratchVolume{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: scratchName}}
-		if err := p.cl.Delete(ctx, sv); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, 2*time.Minute, "the ScratchVolume gone", func() (bool, string) {
-			err := p.cl.Get(ctx, client.ObjectKeyFromObject(sv), sv)
-			return err != nil && client.IgnoreNotFound(err) == nil, fmt.Sprintf("%v; finalizers %v", err, sv.Finalizers)
-		})
+		p.deleteScratchVolume(ctx, t, scratchName)
 		sts, err := p.cs.AppsV1().StatefulSets(p.ns).Get(ctx, mariadbName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
