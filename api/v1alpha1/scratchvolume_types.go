@@ -34,6 +34,11 @@ const (
 // Bounds of spec.size and spec.memory.headroom. The CRD's rules spell the same values (a test
 // checks that they agree); the controller checks them again for objects stored before the rules
 // existed.
+//
+// Both must also be a whole number of bytes. The CEL quantity library's isInteger() answers for a
+// quantity's internal form, not its value (false for 1.5Gi, 1610612736 bytes), so the rules
+// subtract from the value, exactly, the integer nearest its approximate float, which within these
+// bounds (far below 2^53) is off by much less than half a byte, and ask whether nothing is left.
 const (
 	// MinScratchVolumeSize holds the first on-disk internal temporary table: MySQL and MariaDB
 	// move one to disk when it outgrows tmp_table_size, 16Mi by default.
@@ -278,12 +283,12 @@ type MemorySpec struct {
 
 	// Headroom is the memory, in bytes, that Validate reserves for the database beyond the scratch
 	// volume when the container does not set innodb_buffer_pool_size. Default: 256Mi. At most 1Ti,
-	// a whole number of bytes.
+	// a whole number of bytes (1.5Gi is one: 1610612736 bytes).
 	//
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && !quantity(string(self)).isLessThan(quantity('0'))",message="spec.memory.headroom must be a non-negative quantity of bytes such as 256Mi or 1Gi"
 	// +kubebuilder:validation:XValidation:rule="!string(self).endsWith('m')",message="spec.memory.headroom ends in 'm', which means thousandths of a byte: write Mi for mebibytes (256Mi) or M for megabytes (256M)"
-	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isInteger()",message="spec.memory.headroom must be a whole number of bytes, such as 256Mi or 1Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isLessThan(quantity('0')) || quantity(string(self)).isGreaterThan(quantity('1Ti')) || quantity(string(self)).sub(int(quantity(string(self)).asApproximateFloat() + 0.5)).compareTo(quantity('0')) == 0",message="spec.memory.headroom must be a whole number of bytes, such as 256Mi or 1Gi"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !quantity(string(self)).isGreaterThan(quantity('1Ti'))",message="spec.memory.headroom must be at most 1Ti"
 	Headroom *resource.Quantity `json:"headroom,omitempty"`
 }
@@ -330,12 +335,13 @@ type ScratchVolumeSpec struct {
 	// have. At least 16Mi: MySQL and MariaDB move an internal temporary table to disk when it
 	// outgrows tmp_table_size (16Mi by default), so a smaller volume cannot hold the first one. At
 	// most 64Gi: beyond it a local disk is the better scratch space, and a mistyped unit (1Ti for
-	// 1Gi) must not reach a pod template. A whole number of bytes: 512m is 0.512 bytes.
+	// 1Gi) must not reach a pod template. A whole number of bytes: 1.5Gi is one (1610612736 bytes),
+	// 512m is 0.512 bytes and 0.1Ki 102.4 bytes.
 	//
 	// +required
 	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.size must be a positive quantity of bytes such as 512Mi or 4Gi"
 	// +kubebuilder:validation:XValidation:rule="!string(self).endsWith('m')",message="spec.size ends in 'm', which means thousandths of a byte (512m is 0.512 bytes): write Mi for mebibytes (512Mi) or M for megabytes (512M)"
-	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isInteger()",message="spec.size must be a whole number of bytes, such as 512Mi or 4Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isLessThan(quantity('0')) || quantity(string(self)).isGreaterThan(quantity('64Gi')) || quantity(string(self)).sub(int(quantity(string(self)).asApproximateFloat() + 0.5)).compareTo(quantity('0')) == 0",message="spec.size must be a whole number of bytes, such as 512Mi or 4Gi"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !quantity(string(self)).isLessThan(quantity('16Mi'))",message="spec.size must be at least 16Mi: the server moves an internal temporary table to disk when it outgrows tmp_table_size (16Mi by default), so a smaller volume fails the first such query with 'No space left on device'"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !quantity(string(self)).isGreaterThan(quantity('64Gi'))",message="spec.size must be at most 64Gi"
 	Size resource.Quantity `json:"size"`

@@ -137,6 +137,9 @@ var badScratchVolumes = []badCase{
 		[]string{"spec.memory.headroom", "ends in 'm', which means thousandths of a byte"}},
 	{"headroom with a fraction of a byte", validScratchVolume, `memory: {headroom: "0.5"}`,
 		[]string{"spec.memory.headroom", "must be a whole number of bytes"}},
+	{"size with half a byte in a binary unit", validScratchVolume, `size: "1073741824.5"`, []string{"spec.size", "must be a whole number of bytes"}},
+	{"headroom of 102.4 bytes", validScratchVolume, `memory: {headroom: 0.1Ki}`,
+		[]string{"spec.memory.headroom", "must be a whole number of bytes"}},
 	{"headroom in exabytes", validScratchVolume, `memory: {headroom: 8E}`, []string{"spec.memory.headroom", "must be at most 1Ti"}},
 
 	// Paths that an option file, mysqld or a mount table would read differently.
@@ -183,6 +186,10 @@ var goodScratchVolumes = []struct{ name, patch string }{
 	{"a size in plain bytes", `size: "16777216"`},
 	{"a size in exponent form", `size: "1e9"`},
 	{"the largest size", `size: 64Gi`},
+	{"a fraction of a binary unit that is whole in bytes", `size: 1.5Gi`},
+	{"a fraction in a decimal unit that is whole in bytes", `size: 1.5G`},
+	{"a whole number written with a fraction", `size: 64.0Gi`},
+	{"headroom as a fraction of a binary unit", `memory: {headroom: 0.5Gi}`},
 	{"headroom zero", `memory: {headroom: "0"}`},
 	{"headroom of a terabyte", `memory: {headroom: 1Ti}`},
 	{"paths with dots, dashes, underscores and @", `{mountPath: /srv/scratch_1.tmp-a@b, mysql: {dataDir: /data/my-sql_1, configDir: /etc/my.cnf.d}}`},

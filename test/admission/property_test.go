@@ -273,10 +273,13 @@ func (c *checker) check(t testing.TB, obj *unstructured.Unstructured) []string {
 		for _, cause := range causes(err) {
 			c.stats.count(&c.stats.rejectedFields, cause)
 		}
+		if failures := checkQuantities(sent, err); len(failures) > 0 {
+			return append(failures, "the spec as sent:\n"+manifest(sent))
+		}
 		return nil
 	}
 	c.stats.admitted++
-	var failures []string
+	failures := checkQuantities(sent, nil)
 	fail := func(format string, args ...any) { failures = append(failures, fmt.Sprintf(format, args...)) }
 	if diff := lostFields(sent.Object["spec"], obj.Object["spec"], "spec"); len(diff) > 0 {
 		fail("the API server returned other values than it was sent: %s", strings.Join(diff, "; "))

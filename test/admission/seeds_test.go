@@ -464,6 +464,14 @@ func (g *generator) next() specInput {
 		in = g.admitted[g.r.IntN(len(g.admitted))]
 	}
 	for range 1 + g.r.IntN(2) {
+		switch g.r.IntN(8) {
+		case 0:
+			in.Size = randomQuantity(g.r)
+			continue
+		case 1:
+			in.Headroom = randomQuantity(g.r)
+			continue
+		}
 		fields := in.strings()
 		i := g.r.IntN(len(fields) + 1)
 		if i == len(fields) {
