@@ -63,7 +63,8 @@ const (
 	// from a ConfigMap or Secret (valueFrom), whose words the controller can neither read nor add to.
 	ReasonExtraFlagsNotMergeable = "ExtraFlagsNotMergeable"
 	// ReasonInvalidSpec: a value the current API refuses (a size that is not a whole number of
-	// bytes or out of bounds, a headroom out of bounds) in an object stored before the rule.
+	// bytes or out of bounds, a headroom out of bounds, a spec.mysql.version with a number above
+	// 9999) in an object stored before the rule; the message is the API's own.
 	ReasonInvalidSpec = "InvalidSpec"
 )
 

@@ -50,6 +50,15 @@ const (
 	MaxMemoryHeadroom = "1Ti"
 )
 
+// The messages of spec.mysql.version's rules. The controller gives the same ones for an object
+// stored before the rules existed (a test checks that the CRD spells them).
+const (
+	// MaxVersionComponent is the largest number spec.mysql.version may hold in any place.
+	MaxVersionComponent  = 9999
+	VersionShapeMessage  = "spec.mysql.version must look like 8.0 or 8.0.36"
+	VersionBoundsMessage = "spec.mysql.version must have no number above 9999, such as 8.0 or 8.0.36"
+)
+
 // MySQLFlavor names a MySQL-compatible server distribution.
 //
 // +kubebuilder:validation:Enum=MySQL;MariaDB;PerconaServer;PerconaXtraDBCluster
@@ -220,6 +229,7 @@ type MySQLSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+[.][0-9]+([.][0-9]+)?$')",message="spec.mysql.version must look like 8.0 or 8.0.36"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+([.][0-9]+)?$') || self.matches('^0*[0-9]{1,4}[.]0*[0-9]{1,4}([.]0*[0-9]{1,4})?$')",message="spec.mysql.version must have no number above 9999, such as 8.0 or 8.0.36"
 	Version string `json:"version,omitempty"`
 
 	// Injection says how options reach the server: ConfigFile mounts a my.cnf drop-in file into

@@ -187,6 +187,11 @@ func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c 
 		if errors.As(err, &unknown) {
 			return problemf(v1alpha1.ReasonUnknownImage, "container %s: %v", c.Name, err)
 		}
+		var invalid *mysql.SpecError
+		if errors.As(err, &invalid) {
+			// The API refuses it today, with this message; it was stored before the rule.
+			return problemf(v1alpha1.ReasonInvalidSpec, "%s (it is %q)", invalid.Message, invalid.Value)
+		}
 		return fmt.Errorf("failed to classify image %s: %w", c.Image, err)
 	}
 	data := findDataVolume(sts, c, profile.DataDir)
