@@ -77,6 +77,10 @@ const (
 	ReasonMemoryNotAccounted  = "MemoryNotAccounted"
 	ReasonMemoryBudgetCovered = "MemoryLimitSufficient"
 	ReasonGaleraSST           = "GaleraSSTNotMoved"
+	// ReasonNotInjected: MemoryBudget is Unknown because StatefulSets were found but none is
+	// planned for injection (each refused or held off for a reason the Injected condition gives),
+	// so there is no memory to account for.
+	ReasonNotInjected = "NotInjected"
 	// ReasonNoSessionTempTablespaces: spec.mysql.sessionTempTablespaces asks for Memory on a server
 	// that has none (MariaDB, MySQL before 8.0.13).
 	ReasonNoSessionTempTablespaces = "NoSessionTempTablespaces"
