@@ -221,7 +221,7 @@ func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c 
 		return err
 	}
 	p.Layout = &layout
-	if err := p.planDelivery(sv, sts.Name, c, profile, layout); err != nil {
+	if err := p.planDelivery(sv, sts, c, profile, layout); err != nil {
 		return err
 	}
 	if p.DiskVolume == nil {
@@ -305,7 +305,7 @@ func (p *Plan) planDiskFallback(sv *v1alpha1.ScratchVolume, c *corev1.Container,
 
 // planDelivery renders the settings as a drop-in file (ConfigFile), flags (Args) or words of the
 // image's extra-flags variable (ExtraFlags).
-func (p *Plan) planDelivery(sv *v1alpha1.ScratchVolume, sts string, c *corev1.Container, profile mysql.Profile, l mysql.Layout) error {
+func (p *Plan) planDelivery(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c *corev1.Container, profile mysql.Profile, l mysql.Layout) error {
 	p.Injection = injectionMode(sv, profile)
 	switch p.Injection {
 	case v1alpha1.InjectionArgs:
@@ -376,7 +376,7 @@ func (p *Plan) planArgs(c *corev1.Container, profile mysql.Profile, l mysql.Layo
 	return nil
 }
 
-func (p *Plan) planConfigFile(sv *v1alpha1.ScratchVolume, sts string, c *corev1.Container, profile mysql.Profile, l mysql.Layout) error {
+func (p *Plan) planConfigFile(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c *corev1.Container, profile mysql.Profile, l mysql.Layout) error {
 	args := append(append([]string{}, c.Command...), c.Args...)
 	if hits := mysql.DropInOverriddenBy(args, profile); len(hits) > 0 {
 		return problemf(v1alpha1.ReasonOverriddenByArgs,
@@ -395,25 +395,12 @@ func (p *Plan) planConfigFile(sv *v1alpha1.ScratchVolume, sts string, c *corev1.
 		}
 		return problemf(v1alpha1.ReasonConfigDirUnusable, "image %s reads no drop-in directory: %s", c.Image, hint)
 	}
-	if m := mountOver(c, dir); m != nil {
-		return problemf(v1alpha1.ReasonConfigDirUnusable,
-			"container %s mounts volume %q at %s, so no file can be added to %s: add the drop-in to that volume yourself, set spec.mysql.configDir to another included directory, or set spec.mysql.injection: Args",
-			c.Name, m.Name, m.MountPath, dir)
+	if err := checkIncludeDirMount(sts, c, dir); err != nil {
+		return err
 	}
 	p.ConfigKey = mysql.DropInFileName
 	p.ConfigData = string(mysql.RenderDropIn(profile, l))
-	p.ConfigVolume, p.ConfigMount = configVolume(sv, sts, p.ConfigKey, dir)
-	return nil
-}
-
-// mountOver returns the container's mount at dir or above it: a file cannot be mounted into a
-// read-only ConfigMap or Secret mount, and kubelet would fail the pod.
-func mountOver(c *corev1.Container, dir string) *corev1.VolumeMount {
-	for i := range c.VolumeMounts {
-		if paths.Within(dir, c.VolumeMounts[i].MountPath) {
-			return &c.VolumeMounts[i]
-		}
-	}
+	p.ConfigVolume, p.ConfigMount = configVolume(sv, sts.Name, p.ConfigKey, dir)
 	return nil
 }
 
