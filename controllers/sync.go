@@ -265,7 +265,7 @@ func (r *ScratchVolumeReconciler) holdOff(ctx context.Context, sts *appsv1.State
 	if fresh && g.War.Holds == 1 {
 		writeWarsTotal.WithLabelValues(sts.Namespace).Inc()
 		log.FromContext(ctx).Info("Stopped restoring a StatefulSet that another writer keeps changing",
-			"statefulset", name, "fieldManagers", g.War.FieldManagers, "retryAt", g.War.RetryAt)
+			"statefulset", name, "candidates", g.War.Candidates, "retryAt", g.War.RetryAt)
 		for _, o := range outcomes {
 			if o.Plan != nil {
 				r.warn(o.SV, sts, decide.FightBegan(sts.Name, g.War, rule))

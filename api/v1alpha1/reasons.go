@@ -30,10 +30,11 @@ const (
 	// spec.target.allowedControllers does not list; it is left untouched, and the message names
 	// the owner and says how to get the RAM volume through it instead.
 	ReasonControlledByOperator = "ControlledByOperator"
-	// ReasonFightingAnotherWriter: another field manager kept removing the controller's entries
-	// from the StatefulSet, so the controller stopped restoring them (each restore rolls the
-	// pods); the message names the manager and what it removed, and when the controller tries
-	// again.
+	// ReasonFightingAnotherWriter: another writer kept removing the controller's entries from the
+	// StatefulSet, so the controller stopped restoring them (each restore rolls the pods); the
+	// message says what was removed, lists the field managers that update the StatefulSet as
+	// candidates with their last update (the API server does not record who removes a field), and
+	// when the controller tries again.
 	ReasonFightingAnotherWriter = "FightingAnotherWriter"
 	// ReasonWriteFailed: the API server refused or failed the controller's write to the
 	// StatefulSet for a reason other than admission control; the message quotes the error, and

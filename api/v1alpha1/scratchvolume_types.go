@@ -548,16 +548,37 @@ type FullPod struct {
 	Episodes int64 `json:"episodes"`
 }
 
-// WriteWar records a fight over a StatefulSet's pod template: another field manager removed the
+// WriteCandidate is a field manager that may have removed the controller's entries from a
+// StatefulSet.
+type WriteCandidate struct {
+	// FieldManager is the manager's name, as the StatefulSet's managedFields give it.
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	FieldManager string `json:"fieldManager"`
+
+	// LastUpdate is when the manager last changed a field of the StatefulSet, as managedFields
+	// record it; unset when they do not.
+	//
+	// +optional
+	LastUpdate metav1.Time `json:"lastUpdate,omitempty"`
+}
+
+// WriteWar records a fight over a StatefulSet's pod template: another writer removed the
 // controller's entries again and again, each restore rolled the pods, so the controller stopped
 // writing to the StatefulSet.
 type WriteWar struct {
-	// FieldManagers are the managers, from the StatefulSet's managedFields, that write its pod
-	// template with updates (not server-side apply) and so can remove entries they do not own.
+	// Candidates are the field managers that may have removed the entries, newest update first:
+	// every manager the StatefulSet's managedFields record as updating it (an update sends the
+	// whole object, and so can remove fields others own; server-side apply removes only its own),
+	// other than the controller. The API server records who last changed each field, not who
+	// removed one, so none of them is known to be the remover, and a writer that only removed
+	// fields is not recorded at all.
 	//
 	// +optional
 	// +listType=atomic
-	FieldManagers []string `json:"fieldManagers,omitempty"`
+	// +kubebuilder:validation:MaxItems=16
+	Candidates []WriteCandidate `json:"candidates,omitempty"`
 
 	// Removed says which of the controller's entries were missing when it stopped.
 	//
