@@ -63,6 +63,12 @@ const (
 	// ReasonExtraFlagsNotMergeable: the container takes MYSQL_EXTRA_FLAGS or MARIADB_EXTRA_FLAGS
 	// from a ConfigMap or Secret (valueFrom), whose words the controller can neither read nor add to.
 	ReasonExtraFlagsNotMergeable = "ExtraFlagsNotMergeable"
+	// ReasonEntrypointRemovesTmpdir: the container's start script removes the directory the option
+	// files name as tmpdir at every start (the Percona Operator for MySQL's ps-entrypoint.sh does,
+	// under set -e); with tmpdir at the RAM volume's mount point the removal fails on the busy mount
+	// point and the container stops, so the drop-in is not written. Args injection, which the
+	// script does not read, works.
+	ReasonEntrypointRemovesTmpdir = "EntrypointRemovesTmpdir"
 	// ReasonInvalidSpec: a value the current API refuses (a size that is not a whole number of
 	// bytes or out of bounds, a headroom out of bounds, a spec.mysql.version with a number above
 	// 9999) in an object stored before the rule; the message is the API's own.

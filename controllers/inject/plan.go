@@ -383,6 +383,11 @@ func (p *Plan) planConfigFile(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSe
 			"container %s passes %s on its command line, which would override the drop-in file: remove it, or set spec.mysql.injection: Args",
 			c.Name, strings.Join(hits, ", "))
 	}
+	if script := mysql.TmpdirRemovedBy(args); script != "" {
+		return problemf(v1alpha1.ReasonEntrypointRemovesTmpdir,
+			"container %s starts through %s, which at every start removes the directory the option files name as tmpdir (rm -rfv under set -e): with tmpdir at the RAM volume's mount point %s that fails on the busy mount point and the container stops; set spec.mysql.injection: Args (the script reads tmpdir from option files only)",
+			c.Name, script, p.Mount.MountPath)
+	}
 	dir := profile.ConfigDir
 	if sv.Spec.MySQL != nil && sv.Spec.MySQL.ConfigDir != "" {
 		dir = string(sv.Spec.MySQL.ConfigDir)

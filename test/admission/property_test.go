@@ -431,7 +431,7 @@ var problemReasons = []string{
 	v1alpha1.ReasonVolumeNameInUse, v1alpha1.ReasonOverriddenByArgs, v1alpha1.ReasonConfigDirUnusable,
 	v1alpha1.ReasonArgsIgnored, v1alpha1.ReasonUnknownImage, v1alpha1.ReasonInvalidLayout,
 	v1alpha1.ReasonMemoryBudget, v1alpha1.ReasonInvalidArgs, v1alpha1.ReasonInvalidSpec,
-	v1alpha1.ReasonExtraFlagsNotMergeable,
+	v1alpha1.ReasonExtraFlagsNotMergeable, v1alpha1.ReasonEntrypointRemovesTmpdir,
 }
 
 func checkProblem(p *inject.Problem) []string {
