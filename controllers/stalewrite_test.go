@@ -35,6 +35,8 @@ func TestStaleWriteInABatchIsNoError(t *testing.T) {
 			Code: http.StatusUnprocessableEntity, Reason: metav1.StatusReasonInvalid,
 			Message: "the server rejected our request due to an error in our request"}}},
 		{"deleted meanwhile", apierrors.NewNotFound(stsGVR, "db-2")},
+		// A server-side apply to a StatefulSet that is gone tries to create it from our few fields.
+		{"deleted before the apply", apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, "db-2", nil)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -55,6 +57,11 @@ func TestStaleWriteInABatchIsNoError(t *testing.T) {
 							return c.Patch(ctx, obj, p, opts...)
 						}
 						if obj.GetName() == "db-2" {
+							if tc.name == "deleted before the apply" {
+								if err := c.Delete(ctx, obj); err != nil {
+									return err
+								}
+							}
 							return tc.err
 						}
 						return nil // the write went through; the fake client has no server-side apply
