@@ -40,6 +40,7 @@ func TestAdmissionDenial(t *testing.T) {
 		{"RBAC", apierrors.NewForbidden(sts, "db", errors.New(`User "system:serviceaccount:dbtune-system:dbtune-scratch-operator" cannot patch resource "statefulsets"`)), false},
 		{"JSON patch test failed", apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", "testing value /metadata/resourceVersion failed", 0, false), false},
 		{"conflict", apierrors.NewConflict(sts, "db", errors.New("the object has been modified")), false},
+		{"deleted meanwhile", fmt.Errorf("failed to patch the containers of StatefulSet ns/db: %w", apierrors.NewNotFound(sts, "db")), false},
 		{"not an API error", errors.New("connection refused"), false},
 	}
 	for _, tt := range tests {
@@ -54,7 +55,7 @@ func TestAdmissionDenial(t *testing.T) {
 		})
 	}
 	for _, tt := range tests {
-		want := tt.name == "JSON patch test failed" || tt.name == "conflict"
+		want := tt.name == "JSON patch test failed" || tt.name == "conflict" || tt.name == "deleted meanwhile"
 		if got := staleWrite(tt.err); got != want {
 			t.Errorf("staleWrite(%v) = %v, want %v", tt.err, got, want)
 		}

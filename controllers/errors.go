@@ -43,11 +43,20 @@ func admissionDenial(err error) string {
 	return ""
 }
 
+// errDeletedMeanwhile says that a write failed because the StatefulSet was deleted (or deleted and
+// created again) after the read the decision was made on: a server-side apply to an object that is
+// gone tries to create it from our few fields, which the API server refuses as invalid.
+var errDeletedMeanwhile = errors.New("the StatefulSet was deleted during the write")
+
+// staleWriteRetry is when a reconcile whose write found the StatefulSet changed or gone is retried.
+const staleWriteRetry = 100 * time.Millisecond
+
 // staleWrite reports whether err says the StatefulSet changed between the read the decision was
-// made on and the write: a conflict, or a JSON patch whose tests (resourceVersion, container
-// names) failed. Such a write is retried at once, not reported as a failure.
+// made on and the write: a conflict, a JSON patch whose tests (resourceVersion, container names)
+// failed, or the object gone (deleted meanwhile). Such a write is retried soon, not reported as a
+// failure.
 func staleWrite(err error) bool {
-	if errors.Is(err, errCacheBehind) {
+	if errors.Is(err, errCacheBehind) || errors.Is(err, errDeletedMeanwhile) || apierrors.IsNotFound(err) {
 		return true
 	}
 	var status apierrors.APIStatus

@@ -121,9 +121,12 @@ func (e *changeEvents) record() {
 
 // warn records a Warning Event about sv, related to sts when it is not nil.
 func (r *ScratchVolumeReconciler) warn(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, w decide.Warning) {
+	// A note over the API server's limit would lose the whole Event (a write war's lists the
+	// candidates for the remover and what was removed).
+	note := conditions.Cut(w.Note, conditions.MaxEventNote)
 	if sts == nil {
-		r.Recorder.Eventf(sv, nil, corev1.EventTypeWarning, w.Reason, w.Action, "%s", w.Note)
+		r.Recorder.Eventf(sv, nil, corev1.EventTypeWarning, w.Reason, w.Action, "%s", note)
 		return
 	}
-	r.Recorder.Eventf(sv, sts, corev1.EventTypeWarning, w.Reason, w.Action, "%s", w.Note)
+	r.Recorder.Eventf(sv, sts, corev1.EventTypeWarning, w.Reason, w.Action, "%s", note)
 }

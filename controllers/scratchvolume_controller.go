@@ -111,11 +111,15 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	report := decide.NewReport(sv, r.WriteWar)
 	defer func() {
 		if staleWrite(err) {
-			// The StatefulSet moved between read and write, or the cache has not caught up with
-			// the last write yet: the retry comes at once and reports. The second is no error.
+			// The StatefulSet moved or went between read and write, or the cache has not caught
+			// up with the last write yet: the retry comes soon, reads again and reports. Neither
+			// is an error: controller-runtime would log it with a stack trace.
+			retry := staleWriteRetry
 			if errors.Is(err, errCacheBehind) {
-				result, err = ctrl.Result{RequeueAfter: cacheBehindRetry}, nil
+				retry = cacheBehindRetry
 			}
+			log.FromContext(ctx).V(1).Info("Retrying a ScratchVolume whose StatefulSet changed under a write", "reason", err.Error())
+			result, err = ctrl.Result{RequeueAfter: retry}, nil
 			return
 		}
 		report.Failed(err)

@@ -69,6 +69,9 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 		if staleWrite(err) {
 			return err
 		}
+		if err != nil && r.deletedMeanwhile(ctx, targets[i]) {
+			return fmt.Errorf("%w: %w", errDeletedMeanwhile, err)
+		}
 		if err != nil {
 			countBlocked(report.WriteFailed(targets[i], err))
 			errs = append(errs, err)
@@ -77,6 +80,15 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 		countBlocked(report.Add(targets[i], out[sv.Name]))
 	}
 	return errors.Join(errs...)
+}
+
+// deletedMeanwhile reports whether sts, whose write failed, is gone from the API server or is
+// another object of the same name now: then the failure says nothing about the StatefulSet, and
+// the retry, which lists the targets again, reports what there is.
+func (r *ScratchVolumeReconciler) deletedMeanwhile(ctx context.Context, sts *appsv1.StatefulSet) bool {
+	live := &appsv1.StatefulSet{}
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(sts), live)
+	return apierrors.IsNotFound(err) || (err == nil && live.UID != sts.UID)
 }
 
 // acquireSlot waits for one of the slots that bound the target syncs in flight across all
@@ -265,7 +277,7 @@ func (r *ScratchVolumeReconciler) holdOff(ctx context.Context, sts *appsv1.State
 	if fresh && g.War.Holds == 1 {
 		writeWarsTotal.WithLabelValues(sts.Namespace).Inc()
 		log.FromContext(ctx).Info("Stopped restoring a StatefulSet that another writer keeps changing",
-			"statefulset", name, "fieldManagers", g.War.FieldManagers, "retryAt", g.War.RetryAt)
+			"statefulset", name, "candidates", g.War.Candidates, "retryAt", g.War.RetryAt)
 		for _, o := range outcomes {
 			if o.Plan != nil {
 				r.warn(o.SV, sts, decide.FightBegan(sts.Name, g.War, rule))

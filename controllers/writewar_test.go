@@ -54,6 +54,76 @@ func otherOperator(t *testing.T, e *testenv.Env, ns string, template corev1.PodT
 	return stop
 }
 
+// storedCopyWriter plays another controller that keeps the StatefulSet "db" as it first stored
+// it and, every second, writes that copy back over the live object with an Update under its own
+// field manager, stamping an annotation: the pod template it writes is the one kubectl created,
+// so it owns no field under it, yet it removes the injection. stop ends it and waits.
+func storedCopyWriter(t *testing.T, e *testenv.Env, ns string, stored *appsv1.StatefulSet) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			live := &appsv1.StatefulSet{}
+			if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, live); err != nil {
+				continue
+			}
+			restored := stored.DeepCopy()
+			restored.ResourceVersion, restored.ManagedFields = live.ResourceVersion, nil
+			restored.Annotations = map[string]string{"example.com/restored-at": time.Now().Format(time.RFC3339Nano)}
+			_ = e.Client.Update(ctx, restored, client.FieldOwner("stored-copy-writer")) // a conflict waits for the next round
+		}
+	})
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestWriteWarWithAStoredCopyWriter is a StatefulSet created with kubectl and then written back
+// every second from another controller's stored copy: the controller stops after the window's
+// restores, and since the API server does not record who removes a field, its conditions say the
+// remover is not known for sure and list the candidates, the stored-copy writer first, instead of
+// blaming kubectl, which created the pod template.
+func TestWriteWarWithAStoredCopyWriter(t *testing.T) {
+	e := startManager(t)
+	ns := e.Namespace(t)
+	sts := mariadbStatefulSet(ns, "db")
+	if err := e.Client.Create(ctxFor(t), sts, client.FieldOwner("kubectl-client-side-apply")); err != nil {
+		t.Fatal(err)
+	}
+	stored := getSTS(t, e, ns, "db")
+	create(t, e, scratchVolume(ns, "tmp", "db"))
+	settle(t, e, ns)
+	storedCopyWriter(t, e, ns, stored)
+	testenv.Eventually(t, waitTimeout, func() string {
+		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionFalse, v1alpha1.ReasonFightingAnotherWriter)
+	})
+	for _, typ := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionInjected, v1alpha1.ConditionConflict} {
+		c := condition(t, e, ns, "tmp", typ)
+		if !strings.Contains(c.Message, "not known for sure") || !strings.Contains(c.Message, "stored-copy-writer (last update ") {
+			t.Errorf("%s does not say that the remover is not known for sure, nor list stored-copy-writer with its time: %s", typ, c.Message)
+		}
+		if i, j := strings.Index(c.Message, "stored-copy-writer"), strings.Index(c.Message, "kubectl-client-side-apply"); j >= 0 && j < i {
+			t.Errorf("%s lists kubectl-client-side-apply before the newer stored-copy-writer: %s", typ, c.Message)
+		}
+		if strings.Contains(c.Message, "field manager kubectl-client-side-apply removed") {
+			t.Errorf("%s blames kubectl-client-side-apply: %s", typ, c.Message)
+		}
+	}
+	war := getSV(t, e, ns, "tmp").Status.Targets[0].WriteWar
+	if war == nil || len(war.Candidates) == 0 || war.Candidates[0].FieldManager != "stored-copy-writer" || war.Candidates[0].LastUpdate.IsZero() {
+		t.Errorf("status.targets[0].writeWar = %+v, want stored-copy-writer first among the candidates, with its time", war)
+	}
+}
+
 // counter reads a counter of the controller's metrics for namespace ns.
 func counter(t *testing.T, name, ns string) float64 {
 	t.Helper()
@@ -117,7 +187,7 @@ func expectHeld(t *testing.T, e *testenv.Env, ns string, base, maxWrites int) {
 		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionFalse, v1alpha1.ReasonFightingAnotherWriter)
 	})
 	for _, typ := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionInjected} {
-		if c := condition(t, e, ns, "tmp", typ); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "field manager other-operator") ||
+		if c := condition(t, e, ns, "tmp", typ); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "other-operator (last update ") ||
 			!strings.Contains(c.Message, "the volume dbtune-scratch-tmp") {
 			t.Errorf("%s should be False and name other-operator and what it removed: %+v", typ, c)
 		}
@@ -148,7 +218,7 @@ func TestWriteWarStopsAndResumesWhenQuiet(t *testing.T) {
 	base, stop := startFight(t, e, ns)
 	expectHeld(t, e, ns, base, 3)
 	sv := getSV(t, e, ns, "tmp")
-	if war := sv.Status.Targets[0].WriteWar; war == nil || !slices.Contains(war.FieldManagers, "other-operator") || war.Holds != 1 {
+	if war := sv.Status.Targets[0].WriteWar; war == nil || !slices.ContainsFunc(war.Candidates, func(c v1alpha1.WriteCandidate) bool { return c.FieldManager == "other-operator" }) || war.Holds != 1 {
 		t.Errorf("status.targets[0].writeWar = %+v, want other-operator in its first hold", war)
 	}
 	if n := len(sv.Status.Targets[0].Restores); n != 3 {

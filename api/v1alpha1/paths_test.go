@@ -69,14 +69,14 @@ func TestIsSafePath(t *testing.T) {
 	}
 }
 
-// TestBoundsMatchTheCRD checks that the size and headroom bounds the controller enforces are the
-// ones the CRD's rules spell.
+// TestBoundsMatchTheCRD checks that the size, headroom and version bounds the controller enforces
+// are the ones the CRD's rules spell, with the messages the controller repeats.
 func TestBoundsMatchTheCRD(t *testing.T) {
 	data, err := os.ReadFile("../../config/crd/bases/dbtune.io_scratchvolumes.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	crd := string(data)
+	crd := strings.Join(strings.Fields(string(data)), " ") // long messages are folded over lines
 	for _, want := range []string{
 		"!quantity(string(self)).isLessThan(quantity(''" + MinScratchVolumeSize + "''))",
 		"!quantity(string(self)).isGreaterThan(quantity(''" + MaxScratchVolumeSize + "''))",
@@ -84,6 +84,9 @@ func TestBoundsMatchTheCRD(t *testing.T) {
 		"must be at least " + MinScratchVolumeSize,
 		"must be at most " + MaxScratchVolumeSize,
 		"must be at most " + MaxMemoryHeadroom,
+		"message: " + VersionShapeMessage,
+		"message: " + VersionBoundsMessage,
+		"[0-9]{1,4}", // MaxVersionComponent's four digits
 	} {
 		if !strings.Contains(crd, want) {
 			t.Errorf("the ScratchVolume CRD has no rule with %q", want)

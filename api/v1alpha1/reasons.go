@@ -30,10 +30,11 @@ const (
 	// spec.target.allowedControllers does not list; it is left untouched, and the message names
 	// the owner and says how to get the RAM volume through it instead.
 	ReasonControlledByOperator = "ControlledByOperator"
-	// ReasonFightingAnotherWriter: another field manager kept removing the controller's entries
-	// from the StatefulSet, so the controller stopped restoring them (each restore rolls the
-	// pods); the message names the manager and what it removed, and when the controller tries
-	// again.
+	// ReasonFightingAnotherWriter: another writer kept removing the controller's entries from the
+	// StatefulSet, so the controller stopped restoring them (each restore rolls the pods); the
+	// message says what was removed, lists the field managers that update the StatefulSet as
+	// candidates with their last update (the API server does not record who removes a field), and
+	// when the controller tries again.
 	ReasonFightingAnotherWriter = "FightingAnotherWriter"
 	// ReasonWriteFailed: the API server refused or failed the controller's write to the
 	// StatefulSet for a reason other than admission control; the message quotes the error, and
@@ -62,8 +63,15 @@ const (
 	// ReasonExtraFlagsNotMergeable: the container takes MYSQL_EXTRA_FLAGS or MARIADB_EXTRA_FLAGS
 	// from a ConfigMap or Secret (valueFrom), whose words the controller can neither read nor add to.
 	ReasonExtraFlagsNotMergeable = "ExtraFlagsNotMergeable"
+	// ReasonEntrypointRemovesTmpdir: the container's start script removes the directory the option
+	// files name as tmpdir at every start (the Percona Operator for MySQL's ps-entrypoint.sh does,
+	// under set -e); with tmpdir at the RAM volume's mount point the removal fails on the busy mount
+	// point and the container stops, so the drop-in is not written. Args injection, which the
+	// script does not read, works.
+	ReasonEntrypointRemovesTmpdir = "EntrypointRemovesTmpdir"
 	// ReasonInvalidSpec: a value the current API refuses (a size that is not a whole number of
-	// bytes or out of bounds, a headroom out of bounds) in an object stored before the rule.
+	// bytes or out of bounds, a headroom out of bounds, a spec.mysql.version with a number above
+	// 9999) in an object stored before the rule; the message is the API's own.
 	ReasonInvalidSpec = "InvalidSpec"
 )
 
@@ -76,6 +84,10 @@ const (
 	ReasonMemoryNotAccounted  = "MemoryNotAccounted"
 	ReasonMemoryBudgetCovered = "MemoryLimitSufficient"
 	ReasonGaleraSST           = "GaleraSSTNotMoved"
+	// ReasonNotInjected: MemoryBudget is Unknown because StatefulSets were found but none is
+	// planned for injection (each refused or held off for a reason the Injected condition gives),
+	// so there is no memory to account for.
+	ReasonNotInjected = "NotInjected"
 	// ReasonNoSessionTempTablespaces: spec.mysql.sessionTempTablespaces asks for Memory on a server
 	// that has none (MariaDB, MySQL before 8.0.13).
 	ReasonNoSessionTempTablespaces = "NoSessionTempTablespaces"

@@ -34,6 +34,11 @@ const (
 // Bounds of spec.size and spec.memory.headroom. The CRD's rules spell the same values (a test
 // checks that they agree); the controller checks them again for objects stored before the rules
 // existed.
+//
+// Both must also be a whole number of bytes. The CEL quantity library's isInteger() answers for a
+// quantity's internal form, not its value (false for 1.5Gi, 1610612736 bytes), so the rules
+// subtract from the value, exactly, the integer nearest its approximate float, which within these
+// bounds (far below 2^53) is off by much less than half a byte, and ask whether nothing is left.
 const (
 	// MinScratchVolumeSize holds the first on-disk internal temporary table: MySQL and MariaDB
 	// move one to disk when it outgrows tmp_table_size, 16Mi by default.
@@ -43,6 +48,15 @@ const (
 	MaxScratchVolumeSize = "64Gi"
 	// MaxMemoryHeadroom bounds the memory Validate keeps for the database beside the volume.
 	MaxMemoryHeadroom = "1Ti"
+)
+
+// The messages of spec.mysql.version's rules. The controller gives the same ones for an object
+// stored before the rules existed (a test checks that the CRD spells them).
+const (
+	// MaxVersionComponent is the largest number spec.mysql.version may hold in any place.
+	MaxVersionComponent  = 9999
+	VersionShapeMessage  = "spec.mysql.version must look like 8.0 or 8.0.36"
+	VersionBoundsMessage = "spec.mysql.version must have no number above 9999, such as 8.0 or 8.0.36"
 )
 
 // MySQLFlavor names a MySQL-compatible server distribution.
@@ -215,6 +229,7 @@ type MySQLSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+[.][0-9]+([.][0-9]+)?$')",message="spec.mysql.version must look like 8.0 or 8.0.36"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+([.][0-9]+)?$') || self.matches('^0*[0-9]{1,4}[.]0*[0-9]{1,4}([.]0*[0-9]{1,4})?$')",message="spec.mysql.version must have no number above 9999, such as 8.0 or 8.0.36"
 	Version string `json:"version,omitempty"`
 
 	// Injection says how options reach the server: ConfigFile mounts a my.cnf drop-in file into
@@ -278,12 +293,12 @@ type MemorySpec struct {
 
 	// Headroom is the memory, in bytes, that Validate reserves for the database beyond the scratch
 	// volume when the container does not set innodb_buffer_pool_size. Default: 256Mi. At most 1Ti,
-	// a whole number of bytes.
+	// a whole number of bytes (1.5Gi is one: 1610612736 bytes).
 	//
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && !quantity(string(self)).isLessThan(quantity('0'))",message="spec.memory.headroom must be a non-negative quantity of bytes such as 256Mi or 1Gi"
 	// +kubebuilder:validation:XValidation:rule="!string(self).endsWith('m')",message="spec.memory.headroom ends in 'm', which means thousandths of a byte: write Mi for mebibytes (256Mi) or M for megabytes (256M)"
-	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isInteger()",message="spec.memory.headroom must be a whole number of bytes, such as 256Mi or 1Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isLessThan(quantity('0')) || quantity(string(self)).isGreaterThan(quantity('1Ti')) || quantity(string(self)).sub(int(quantity(string(self)).asApproximateFloat() + 0.5)).compareTo(quantity('0')) == 0",message="spec.memory.headroom must be a whole number of bytes, such as 256Mi or 1Gi"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !quantity(string(self)).isGreaterThan(quantity('1Ti'))",message="spec.memory.headroom must be at most 1Ti"
 	Headroom *resource.Quantity `json:"headroom,omitempty"`
 }
@@ -330,12 +345,13 @@ type ScratchVolumeSpec struct {
 	// have. At least 16Mi: MySQL and MariaDB move an internal temporary table to disk when it
 	// outgrows tmp_table_size (16Mi by default), so a smaller volume cannot hold the first one. At
 	// most 64Gi: beyond it a local disk is the better scratch space, and a mistyped unit (1Ti for
-	// 1Gi) must not reach a pod template. A whole number of bytes: 512m is 0.512 bytes.
+	// 1Gi) must not reach a pod template. A whole number of bytes: 1.5Gi is one (1610612736 bytes),
+	// 512m is 0.512 bytes and 0.1Ki 102.4 bytes.
 	//
 	// +required
 	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="spec.size must be a positive quantity of bytes such as 512Mi or 4Gi"
 	// +kubebuilder:validation:XValidation:rule="!string(self).endsWith('m')",message="spec.size ends in 'm', which means thousandths of a byte (512m is 0.512 bytes): write Mi for mebibytes (512Mi) or M for megabytes (512M)"
-	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isInteger()",message="spec.size must be a whole number of bytes, such as 512Mi or 4Gi"
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isLessThan(quantity('0')) || quantity(string(self)).isGreaterThan(quantity('64Gi')) || quantity(string(self)).sub(int(quantity(string(self)).asApproximateFloat() + 0.5)).compareTo(quantity('0')) == 0",message="spec.size must be a whole number of bytes, such as 512Mi or 4Gi"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !quantity(string(self)).isLessThan(quantity('16Mi'))",message="spec.size must be at least 16Mi: the server moves an internal temporary table to disk when it outgrows tmp_table_size (16Mi by default), so a smaller volume fails the first such query with 'No space left on device'"
 	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || !quantity(string(self)).isGreaterThan(quantity('64Gi'))",message="spec.size must be at most 64Gi"
 	Size resource.Quantity `json:"size"`
@@ -532,16 +548,37 @@ type FullPod struct {
 	Episodes int64 `json:"episodes"`
 }
 
-// WriteWar records a fight over a StatefulSet's pod template: another field manager removed the
+// WriteCandidate is a field manager that may have removed the controller's entries from a
+// StatefulSet.
+type WriteCandidate struct {
+	// FieldManager is the manager's name, as the StatefulSet's managedFields give it.
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	FieldManager string `json:"fieldManager"`
+
+	// LastUpdate is when the manager last changed a field of the StatefulSet, as managedFields
+	// record it; unset when they do not.
+	//
+	// +optional
+	LastUpdate metav1.Time `json:"lastUpdate,omitempty"`
+}
+
+// WriteWar records a fight over a StatefulSet's pod template: another writer removed the
 // controller's entries again and again, each restore rolled the pods, so the controller stopped
 // writing to the StatefulSet.
 type WriteWar struct {
-	// FieldManagers are the managers, from the StatefulSet's managedFields, that write its pod
-	// template with updates (not server-side apply) and so can remove entries they do not own.
+	// Candidates are the field managers that may have removed the entries, newest update first:
+	// every manager the StatefulSet's managedFields record as updating it (an update sends the
+	// whole object, and so can remove fields others own; server-side apply removes only its own),
+	// other than the controller. The API server records who last changed each field, not who
+	// removed one, so none of them is known to be the remover, and a writer that only removed
+	// fields is not recorded at all.
 	//
 	// +optional
 	// +listType=atomic
-	FieldManagers []string `json:"fieldManagers,omitempty"`
+	// +kubebuilder:validation:MaxItems=16
+	Candidates []WriteCandidate `json:"candidates,omitempty"`
 
 	// Removed says which of the controller's entries were missing when it stopped.
 	//

@@ -105,7 +105,13 @@ func (rep *Report) memoryCondition(c func(string, bool, string, string) metav1.C
 		}
 	}
 	if len(rep.memory) == 0 {
-		cond := c(v1alpha1.ConditionMemoryBudget, false, v1alpha1.ReasonTargetNotFound, "no target to account memory for")
+		cond := c(v1alpha1.ConditionMemoryBudget, false, v1alpha1.ReasonNotInjected, fmt.Sprintf(
+			"no memory to account for: none of the %d StatefulSet(s) found is planned for injection; the Injected condition says why",
+			rep.targetsFound))
+		if rep.targetsFound == 0 {
+			cond.Reason, _ = rep.notFound()
+			cond.Message = "no target to account memory for"
+		}
 		cond.Status = metav1.ConditionUnknown
 		return cond
 	}

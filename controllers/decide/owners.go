@@ -39,7 +39,7 @@ func controlledElsewhere(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) *i
 		"StatefulSet %s is controlled by %s %s (API group %s), an operator that may rewrite its pod template "+
 			"and would undo the injection, rolling the pods each time: give the database its RAM tmpdir through "+
 			"that operator's own settings (see the operators in docs/tuning.md), or, if the operator keeps "+
-			"entries of other field managers (server-side apply), add {apiGroup: %s, kind: %s} to "+
+			"entries of other field managers (server-side apply that never forces ownership), add {apiGroup: %s, kind: %s} to "+
 			"spec.target.allowedControllers",
 		sts.Name, ref.Kind, ref.Name, group, gv.Group, ref.Kind)}
 }

@@ -4,7 +4,6 @@ package decide
 // keeps removing from a StatefulSet, for how long, and what the status and the Event say about it.
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -240,55 +239,38 @@ func containsEqual[T any](items []T, v T) bool {
 	return false
 }
 
-// TemplateWriters names the field managers that write sts's pod template with updates, newest
-// first: those can remove entries they never owned, where an apply only removes its own. The
-// controller itself and the status writers are left out. A manager that only removed fields is
-// not recorded by the API server, so the list names who writes the template, which is the
-// remover unless a manager that never touches the template removed the entries.
-func TemplateWriters(sts *appsv1.StatefulSet) []string {
-	type writer struct {
-		name string
-		at   time.Time
-	}
-	var ws []writer
+// maxCandidates bounds status.targets[].writeWar.candidates.
+const maxCandidates = 16
+
+// UpdateWriters lists the field managers that may have removed the controller's entries from sts,
+// newest update first: every manager that updates it (an update sends the whole object and can
+// drop fields it never owned, where an apply only removes its own), whatever fields it owns now
+// — a writer that puts back a stored copy of the pod template changes none of its fields and so
+// owns none of them. The controller itself and the status writers are left out. The API server
+// records who last changed each field, not who removed one, so these are candidates, not culprits.
+func UpdateWriters(sts *appsv1.StatefulSet) []v1alpha1.WriteCandidate {
+	var out []v1alpha1.WriteCandidate
 	for _, mf := range sts.ManagedFields {
-		if mf.Manager == v1alpha1.FieldManager || mf.Subresource != "" || mf.Operation != metav1.ManagedFieldsOperationUpdate ||
-			!ownsTemplate(mf.FieldsV1) {
+		if mf.Manager == v1alpha1.FieldManager || mf.Subresource != "" || mf.Operation != metav1.ManagedFieldsOperationUpdate {
 			continue
 		}
-		w := writer{name: mf.Manager}
+		c := v1alpha1.WriteCandidate{FieldManager: mf.Manager}
 		if mf.Time != nil {
-			w.at = mf.Time.Time
+			c.LastUpdate = *mf.Time
 		}
-		ws = append(ws, w)
+		out = append(out, c)
 	}
-	sort.SliceStable(ws, func(i, j int) bool { return ws[i].at.After(ws[j].at) })
-	names := make([]string, 0, len(ws))
-	for _, w := range ws {
-		names = append(names, w.name)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].LastUpdate.After(out[j].LastUpdate.Time) })
+	if len(out) > maxCandidates {
+		out = out[:maxCandidates]
 	}
-	return names
+	return out
 }
 
-// ownsTemplate reports whether a managedFields entry holds fields under spec.template.
-func ownsTemplate(f *metav1.FieldsV1) bool {
-	var fields struct {
-		Spec map[string]json.RawMessage `json:"f:spec"`
-	}
-	if err := json.Unmarshal(f.GetRawBytes(), &fields); err != nil {
-		return false
-	}
-	_, ok := fields.Spec["f:template"]
-	return ok
-}
-
-// FightMessage is the condition message of a StatefulSet the controller holds off writing.
+// FightMessage is the condition message of a StatefulSet the controller holds off writing. It
+// names no writer as the remover: managedFields cannot tell.
 func FightMessage(sts string, war *v1alpha1.WriteWar, w WriteWarRule) string {
-	who := "another writer (the StatefulSet's managedFields name no other manager of its pod template)"
-	if len(war.FieldManagers) > 0 {
-		who = conditions.Plural(len(war.FieldManagers), "field manager ", "field managers ") + conditions.Names(war.FieldManagers, 3)
-	}
-	what := "entries"
+	what := "the controller's entries"
 	if len(war.Removed) > 0 {
 		what = conditions.Names(war.Removed, 4)
 	}
@@ -296,17 +278,30 @@ func FightMessage(sts string, war *v1alpha1.WriteWar, w WriteWarRule) string {
 	if war.Holds > 1 {
 		why = fmt.Sprintf("again after the try that ended hold %d", war.Holds-1)
 	}
-	return fmt.Sprintf("%s removed %s %s; each restore rolls the pods, so the controller stopped writing to StatefulSet %s "+
-		"and tries again at %s (every hold lasts twice as long as the one before), or at once when the spec changes: "+
-		"make that writer keep fields it does not own (server-side apply, or updates of the live object), or configure "+
-		"the RAM tmpdir through it",
-		who, what, why, sts, war.RetryAt.UTC().Format(time.RFC3339))
+	who := "the StatefulSet's managedFields name no other manager that updates it, so the remover is not known"
+	if n := len(war.Candidates); n > 0 {
+		names := make([]string, n)
+		for i, c := range war.Candidates {
+			names[i] = c.FieldManager + " (last update not recorded)"
+			if !c.LastUpdate.IsZero() {
+				names[i] = fmt.Sprintf("%s (last update %s)", c.FieldManager, c.LastUpdate.UTC().Format(time.RFC3339))
+			}
+		}
+		who = "the remover is not known for sure: " +
+			conditions.Plural(n, "the one field manager that updates the StatefulSet is ", "the field managers that update the StatefulSet, newest first, are ") +
+			conditions.Names(names, 3)
+	}
+	return fmt.Sprintf("another writer removed %s %s; the API server records who last changed each field, not who removed one, so %s; "+
+		"each restore rolls the pods, so the controller stopped writing to StatefulSet %s and tries again at %s (every hold lasts "+
+		"twice as long as the one before), or at once when the spec changes: make the writer keep fields it does not own "+
+		"(server-side apply, or updates of the live object), or configure the RAM tmpdir through it",
+		what, why, who, sts, war.RetryAt.UTC().Format(time.RFC3339))
 }
 
-// WithWriters is g at the start of a hold, naming the writers of sts's pod template (from its
+// WithWriters is g at the start of a hold, listing the candidates for the remover (from sts's
 // managedFields, which the cache drops: sts is the whole object) and the entries removed.
 func (g Guard) WithWriters(sts *appsv1.StatefulSet, removed []string) Guard {
 	g.War = g.War.DeepCopy()
-	g.War.FieldManagers, g.War.Removed = TemplateWriters(sts), removed
+	g.War.Candidates, g.War.Removed = UpdateWriters(sts), removed
 	return g
 }

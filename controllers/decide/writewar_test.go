@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -105,7 +106,7 @@ func TestGuardFromStatusMergesScratchVolumes(t *testing.T) {
 	}
 }
 
-func TestTemplateWriters(t *testing.T) {
+func TestUpdateWriters(t *testing.T) {
 	fields := metav1.NewFieldsV1
 	ts := func(sec int64) *metav1.Time { t := metav1.NewTime(time.Unix(sec, 0)); return &t }
 	template := `{"f:spec":{"f:template":{"f:spec":{}}}}`
@@ -117,8 +118,10 @@ func TestTemplateWriters(t *testing.T) {
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: ts(8), FieldsV1: fields(`{"f:status":{}}`)},
 		{Manager: "scaler", Operation: metav1.ManagedFieldsOperationUpdate, Time: ts(9), FieldsV1: fields(`{"f:spec":{"f:replicas":{}}}`)},
 	}}}
-	if diff := cmp.Diff([]string{"other-operator", "helm"}, TemplateWriters(sts)); diff != "" {
-		t.Errorf("TemplateWriters (-want +got):\n%s", diff)
+	want := []v1alpha1.WriteCandidate{{FieldManager: "scaler", LastUpdate: *ts(9)}, {FieldManager: "other-operator", LastUpdate: *ts(5)},
+		{FieldManager: "helm", LastUpdate: *ts(1)}}
+	if diff := cmp.Diff(want, UpdateWriters(sts)); diff != "" {
+		t.Errorf("UpdateWriters (-want +got):\n%s", diff)
 	}
 }
 
@@ -141,5 +144,47 @@ func TestRemovedEntries(t *testing.T) {
 	}
 	if got := removedEntries(want, want); len(got) != 0 {
 		t.Errorf("nothing removed, got %v", got)
+	}
+}
+
+// A writer that replaces the StatefulSet from a stored copy (an Update under its own field manager,
+// writing back an unchanged pod template) owns no field under the template, yet it is the one that
+// removes the entries. The API server records who last changed each field, not who removed one:
+// the message must say the remover is not known for sure, and list every manager that updates the
+// StatefulSet with its time, newest first, without naming any as the remover.
+func TestFightMessageNamesNoRemoverAsFact(t *testing.T) {
+	fields := metav1.NewFieldsV1
+	at := func(s string) *metav1.Time {
+		tm, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mt := metav1.NewTime(tm)
+		return &mt
+	}
+	template := `{"f:spec":{"f:template":{"f:spec":{}}}}`
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate, Time: at("2026-12-02T06:00:00Z"), FieldsV1: fields(template)},
+		{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationApply, Time: at("2026-12-02T06:10:00Z"), FieldsV1: fields(template)},
+		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: at("2026-12-02T06:11:00Z"), FieldsV1: fields(`{"f:status":{}}`)},
+		{Manager: "stored-copy-writer", Operation: metav1.ManagedFieldsOperationUpdate, Time: at("2026-12-02T06:12:00Z"),
+			FieldsV1: fields(`{"f:metadata":{"f:annotations":{"f:restored-at":{}}}}`)},
+	}}}
+	rule := WriteWarRule{}.OrDefaults()
+	g := Guard{War: &v1alpha1.WriteWar{Holds: 1, RetryAt: *at("2026-12-02T06:22:00Z")}}.WithWriters(sts, []string{"the volume dbtune-scratch-tmp"})
+	msg := FightMessage("db", g.War, rule)
+	for _, want := range []string{"not known for sure", "stored-copy-writer (last update 2026-12-02T06:12:00Z)",
+		"kubectl-client-side-apply (last update 2026-12-02T06:00:00Z)", "the volume dbtune-scratch-tmp"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the message does not say %q:\n%s", want, msg)
+		}
+	}
+	if i, j := strings.Index(msg, "stored-copy-writer"), strings.Index(msg, "kubectl-client-side-apply"); i < 0 || j < 0 || i > j {
+		t.Errorf("the candidates are not listed newest first:\n%s", msg)
+	}
+	for _, wrong := range []string{"field manager kubectl-client-side-apply removed", "field managers kubectl-client-side-apply", "kube-controller-manager", v1alpha1.FieldManager} {
+		if strings.Contains(msg, wrong) {
+			t.Errorf("the message says %q:\n%s", wrong, msg)
+		}
 	}
 }

@@ -187,6 +187,11 @@ func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c 
 		if errors.As(err, &unknown) {
 			return problemf(v1alpha1.ReasonUnknownImage, "container %s: %v", c.Name, err)
 		}
+		var invalid *mysql.SpecError
+		if errors.As(err, &invalid) {
+			// The API refuses it today, with this message; it was stored before the rule.
+			return problemf(v1alpha1.ReasonInvalidSpec, "%s (it is %q)", invalid.Message, invalid.Value)
+		}
 		return fmt.Errorf("failed to classify image %s: %w", c.Image, err)
 	}
 	data := findDataVolume(sts, c, profile.DataDir)
@@ -216,7 +221,7 @@ func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c 
 		return err
 	}
 	p.Layout = &layout
-	if err := p.planDelivery(sv, sts.Name, c, profile, layout); err != nil {
+	if err := p.planDelivery(sv, sts, c, profile, layout); err != nil {
 		return err
 	}
 	if p.DiskVolume == nil {
@@ -300,7 +305,7 @@ func (p *Plan) planDiskFallback(sv *v1alpha1.ScratchVolume, c *corev1.Container,
 
 // planDelivery renders the settings as a drop-in file (ConfigFile), flags (Args) or words of the
 // image's extra-flags variable (ExtraFlags).
-func (p *Plan) planDelivery(sv *v1alpha1.ScratchVolume, sts string, c *corev1.Container, profile mysql.Profile, l mysql.Layout) error {
+func (p *Plan) planDelivery(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c *corev1.Container, profile mysql.Profile, l mysql.Layout) error {
 	p.Injection = injectionMode(sv, profile)
 	switch p.Injection {
 	case v1alpha1.InjectionArgs:
@@ -371,12 +376,17 @@ func (p *Plan) planArgs(c *corev1.Container, profile mysql.Profile, l mysql.Layo
 	return nil
 }
 
-func (p *Plan) planConfigFile(sv *v1alpha1.ScratchVolume, sts string, c *corev1.Container, profile mysql.Profile, l mysql.Layout) error {
+func (p *Plan) planConfigFile(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c *corev1.Container, profile mysql.Profile, l mysql.Layout) error {
 	args := append(append([]string{}, c.Command...), c.Args...)
 	if hits := mysql.DropInOverriddenBy(args, profile); len(hits) > 0 {
 		return problemf(v1alpha1.ReasonOverriddenByArgs,
 			"container %s passes %s on its command line, which would override the drop-in file: remove it, or set spec.mysql.injection: Args",
 			c.Name, strings.Join(hits, ", "))
+	}
+	if script := mysql.TmpdirRemovedBy(args); script != "" {
+		return problemf(v1alpha1.ReasonEntrypointRemovesTmpdir,
+			"container %s starts through %s, which at every start removes the directory the option files name as tmpdir (rm -rfv under set -e): with tmpdir at the RAM volume's mount point %s that fails on the busy mount point and the container stops; set spec.mysql.injection: Args (the script reads tmpdir from option files only)",
+			c.Name, script, p.Mount.MountPath)
 	}
 	dir := profile.ConfigDir
 	if sv.Spec.MySQL != nil && sv.Spec.MySQL.ConfigDir != "" {
@@ -390,25 +400,12 @@ func (p *Plan) planConfigFile(sv *v1alpha1.ScratchVolume, sts string, c *corev1.
 		}
 		return problemf(v1alpha1.ReasonConfigDirUnusable, "image %s reads no drop-in directory: %s", c.Image, hint)
 	}
-	if m := mountOver(c, dir); m != nil {
-		return problemf(v1alpha1.ReasonConfigDirUnusable,
-			"container %s mounts volume %q at %s, so no file can be added to %s: add the drop-in to that volume yourself, set spec.mysql.configDir to another included directory, or set spec.mysql.injection: Args",
-			c.Name, m.Name, m.MountPath, dir)
+	if err := checkIncludeDirMount(sts, c, dir); err != nil {
+		return err
 	}
 	p.ConfigKey = mysql.DropInFileName
 	p.ConfigData = string(mysql.RenderDropIn(profile, l))
-	p.ConfigVolume, p.ConfigMount = configVolume(sv, sts, p.ConfigKey, dir)
-	return nil
-}
-
-// mountOver returns the container's mount at dir or above it: a file cannot be mounted into a
-// read-only ConfigMap or Secret mount, and kubelet would fail the pod.
-func mountOver(c *corev1.Container, dir string) *corev1.VolumeMount {
-	for i := range c.VolumeMounts {
-		if paths.Within(dir, c.VolumeMounts[i].MountPath) {
-			return &c.VolumeMounts[i]
-		}
-	}
+	p.ConfigVolume, p.ConfigMount = configVolume(sv, sts.Name, p.ConfigKey, dir)
 	return nil
 }
 

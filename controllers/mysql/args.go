@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path"
 	"strconv"
 	"strings"
 )
@@ -114,4 +115,24 @@ func DropInOverriddenBy(args []string, p Profile) []string {
 		}
 	}
 	return hits
+}
+
+// tmpdirRemovingScripts are start scripts known to remove, at every start and under set -e, the
+// directory the option files name as tmpdir: the Percona Operator for MySQL's ps-entrypoint.sh
+// (percona-server-mysql-operator, build/ps-entrypoint.sh: TMPDIR from my_print_defaults' [mysqld]
+// tmpdir, then rm -rfv "$TMPDIR"). It reads option files only, not the command line.
+var tmpdirRemovingScripts = []string{"ps-entrypoint.sh"}
+
+// TmpdirRemovedBy returns the word of a container's command line that runs a start script which
+// removes the option files' tmpdir at every start, "" when none does. Such a script cannot take a
+// tmpdir at a mount point: the removal fails on the busy mount point and stops the container.
+func TmpdirRemovedBy(command []string) string {
+	for _, w := range command {
+		for _, s := range tmpdirRemovingScripts {
+			if path.Base(w) == s {
+				return w
+			}
+		}
+	}
+	return ""
 }

@@ -111,6 +111,20 @@ func (e *UnknownImageError) Error() string {
 
 func (e *UnknownImageError) Unwrap() error { return e.Err }
 
+// SpecError is a spec.mysql value the API refuses today, stored before its rule existed. Message
+// is the rule's own message, so that the controller says what admission says.
+type SpecError struct {
+	Field, Value, Message string
+	// Err is the underlying parse error, if any.
+	Err error
+}
+
+func (e *SpecError) Error() string {
+	return fmt.Sprintf("%s: %q: %s", e.Field, e.Value, e.Message)
+}
+
+func (e *SpecError) Unwrap() error { return e.Err }
+
 // imageClass is what a repository name alone tells.
 type imageClass struct {
 	flavor    v1alpha1.MySQLFlavor
@@ -158,7 +172,8 @@ func identify(image string, o *v1alpha1.MySQLSpec) (imageClass, Version, error) 
 		class = imageClass{flavor: o.Flavor, packaging: PackagingCustom}
 	}
 	if !validFlavor(class.flavor) {
-		return imageClass{}, Version{}, fmt.Errorf("unsupported spec.mysql.flavor %q", class.flavor)
+		return imageClass{}, Version{}, &SpecError{Field: "spec.mysql.flavor", Value: string(class.flavor),
+			Message: "spec.mysql.flavor must be one of MySQL, MariaDB, PerconaServer, PerconaXtraDBCluster"}
 	}
 	version, err := resolveVersion(image, ref, refErr, class.flavor, o.Version)
 	return class, version, err
@@ -179,7 +194,11 @@ func resolveVersion(image string, ref ImageRef, refErr error, f v1alpha1.MySQLFl
 	if override != "" {
 		v, err := ParseVersion(override)
 		if err != nil {
-			return Version{}, fmt.Errorf("invalid spec.mysql.version: %w", err)
+			msg := v1alpha1.VersionShapeMessage
+			if errors.Is(err, errComponentRange) {
+				msg = v1alpha1.VersionBoundsMessage
+			}
+			return Version{}, &SpecError{Field: "spec.mysql.version", Value: override, Message: msg, Err: err}
 		}
 		return v, nil
 	}

@@ -306,9 +306,11 @@ func TestDetectErrors(t *testing.T) {
 		{"empty image", "", nil, true,
 			`cannot tell the database flavor and version of image "": it is not a valid image reference` + advice},
 		{"bad override version", "mysql:8.0", &v1alpha1.MySQLSpec{Version: "8.x"}, false,
-			`invalid spec.mysql.version: invalid version "8.x": component "x" is not a number`},
+			`spec.mysql.version: "8.x": spec.mysql.version must look like 8.0 or 8.0.36`},
+		{"override version above the bound", "mysql:8.0", &v1alpha1.MySQLSpec{Flavor: v1alpha1.FlavorMySQL, Version: "12345.1"}, false,
+			`spec.mysql.version: "12345.1": spec.mysql.version must have no number above 9999, such as 8.0 or 8.0.36`},
 		{"bad override flavor", "mysql:8.0", &v1alpha1.MySQLSpec{Flavor: "Postgres"}, false,
-			`unsupported spec.mysql.flavor "Postgres"`},
+			`spec.mysql.flavor: "Postgres": spec.mysql.flavor must be one of MySQL, MariaDB, PerconaServer, PerconaXtraDBCluster`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

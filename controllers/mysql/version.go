@@ -1,9 +1,12 @@
 package mysql
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
 )
 
 // Version is a server release ("8.0.36") or a release line named by a floating tag ("8.0", "8",
@@ -27,7 +30,11 @@ type Version struct {
 }
 
 // maxVersionComponent bounds each number so that absurd tags are rejected instead of guessed at.
-const maxVersionComponent = 9999
+// spec.mysql.version has the same bound at admission.
+const maxVersionComponent = v1alpha1.MaxVersionComponent
+
+// errComponentRange is a version number above maxVersionComponent.
+var errComponentRange = errors.New("is out of range")
 
 // floatingTag reports whether a tag (cut before its distribution suffix) names the newest
 // release rather than a version number.
@@ -65,7 +72,7 @@ func parseComponent(p string) (int, error) {
 	}
 	n, err := strconv.Atoi(p)
 	if err != nil || n > maxVersionComponent {
-		return 0, fmt.Errorf("component %q is out of range", p)
+		return 0, fmt.Errorf("component %q %w", p, errComponentRange)
 	}
 	return n, nil
 }

@@ -357,6 +357,10 @@ func trickyCases() []specInput {
 		func(in *specInput) { in.Flavor = "PerconaServer" },
 		func(in *specInput) { in.Flavor, in.Version, in.Container = "MariaDB", "11.4", "app" },
 		func(in *specInput) { in.Flavor, in.Version = "MySQL", "10000.0" },
+		func(in *specInput) { in.Flavor, in.Version = "MariaDB", "12345.1" },
+		func(in *specInput) { in.Flavor, in.Version = "MySQL", "8.0.99999" },
+		func(in *specInput) { in.Flavor, in.Version = "MySQL", "0008.0.09999" },
+		func(in *specInput) { in.Flavor, in.Version = "MySQL", "9999.9999.9999" },
 		func(in *specInput) { in.DataDir = "/data/mysql" },
 		func(in *specInput) { in.DataDir, in.ReplicaLoadDir = "/var/lib/mysql", "/var/lib/mysql/load" },
 		func(in *specInput) { in.ReplicaLoadDir = "/var/lib/mysql/.replica" },
@@ -464,6 +468,14 @@ func (g *generator) next() specInput {
 		in = g.admitted[g.r.IntN(len(g.admitted))]
 	}
 	for range 1 + g.r.IntN(2) {
+		switch g.r.IntN(8) {
+		case 0:
+			in.Size = randomQuantity(g.r)
+			continue
+		case 1:
+			in.Headroom = randomQuantity(g.r)
+			continue
+		}
 		fields := in.strings()
 		i := g.r.IntN(len(fields) + 1)
 		if i == len(fields) {

@@ -116,7 +116,7 @@ func TestReplaceLoopIsNotFought(t *testing.T) {
 	if n := len(held.Status.Targets[0].Restores); n > 3 {
 		t.Errorf("%d restores before the controller stopped, want at most 3", n)
 	}
-	if war := held.Status.Targets[0].WriteWar; war == nil || len(war.FieldManagers) == 0 {
+	if war := held.Status.Targets[0].WriteWar; war == nil || len(war.Candidates) == 0 {
 		t.Errorf("status.targets[0].writeWar = %+v, want the other field managers named", war)
 	}
 	generation := s.statefulSet(t, ns, sts.Name).Generation
