@@ -12,7 +12,7 @@ import (
 func Seq(n int) string {
 	digits := "(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 " +
 		"UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
-	var from, sum []string
+	from, sum := make([]string, 0, 10), make([]string, 0, 10)
 	for i, place := 0, 1; place < n; i, place = i+1, place*10 {
 		from = append(from, fmt.Sprintf("%s AS d%d", digits, i))
 		sum = append(sum, fmt.Sprintf("d%d.d * %d", i, place))
