@@ -16,15 +16,23 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/dbtune/scratch-operator/api/buildinfo"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers"
 	"github.com/dbtune/scratch-operator/controllers/readaheadstatus"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version and revision are set at build time with -ldflags "-X main.version=… -X main.revision=…"
+// (make images).
+var version, revision = "dev", ""
+
+// build is this binary's build, printed by --version and exported as dbtune_build_info.
+func build() buildinfo.Info {
+	return buildinfo.Info{Component: "manager", Version: version, Revision: revision}
+}
 
 type options struct {
 	metricsAddr, probeAddr string
@@ -51,7 +59,7 @@ func main() {
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	if opts.showVersion {
-		fmt.Println("dbtune scratch-operator manager", version)
+		fmt.Println(build())
 		return
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
@@ -82,6 +90,9 @@ func run(ctx context.Context, opts options) error {
 	}
 	if opts.syncPeriod < 0 {
 		return fmt.Errorf("--sync-period must not be negative, got %s", opts.syncPeriod)
+	}
+	if err := metrics.Registry.Register(build().Collector()); err != nil {
+		return err
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

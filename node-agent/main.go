@@ -10,13 +10,23 @@ import (
 	"os/signal"
 	"syscall"
 
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/dbtune/scratch-operator/api/buildinfo"
 	"github.com/dbtune/scratch-operator/node-agent/cmd/probecmd"
 	"github.com/dbtune/scratch-operator/node-agent/cmd/readaheadcmd"
 	"github.com/dbtune/scratch-operator/node-agent/cmd/runcmd"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version and revision are set at build time with -ldflags "-X main.version=… -X main.revision=…"
+// (make images).
+var version, revision = "dev", ""
+
+// build is this binary's build, printed by the version command and exported as dbtune_build_info
+// in DaemonSet mode.
+func build() buildinfo.Info {
+	return buildinfo.Info{Component: "node-agent", Version: version, Revision: revision}
+}
 
 const usage = `Usage: node-agent COMMAND [options]
 
@@ -39,13 +49,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "run":
+			metrics.Registry.MustRegister(build().Collector())
 			return runcmd.Run(ctx, args[1:], stdout, stderr)
 		case "probe":
 			return probecmd.Run(ctx, args[1:], stdout, stderr)
 		case "readahead":
 			return readaheadcmd.Run(ctx, args[1:], stdout, stderr)
 		case "version", "--version", "-version":
-			fmt.Fprintln(stdout, "dbtune node-agent", version)
+			fmt.Fprintln(stdout, build())
 			return 0
 		}
 	}

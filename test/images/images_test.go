@@ -38,16 +38,15 @@ type image struct {
 	name string
 	// manifest is the kustomize file whose image reference must name the tarball's repository.
 	manifest string
-	// versionArgs make the binary print versionPrefix and its version.
-	versionArgs   []string
-	versionPrefix string
+	// versionArgs make the binary print its build: "dbtune <name> <version> (revision …, go…)".
+	versionArgs []string
 }
 
 var images = []image{
 	{name: "manager", manifest: "config/manager/manager.yaml",
-		versionArgs: []string{"--version"}, versionPrefix: "dbtune scratch-operator manager "},
+		versionArgs: []string{"--version"}},
 	{name: "node-agent", manifest: "config/node-agent/daemonset.yaml",
-		versionArgs: []string{"version"}, versionPrefix: "dbtune node-agent "},
+		versionArgs: []string{"version"}},
 }
 
 // nonrootUser is the user the images run as (distroless's nonroot).
@@ -196,7 +195,7 @@ func checkTarball(t *testing.T, img image, path, arch string, run bool) {
 	binary := checkFiles(t, img, files)
 	checkELF(t, binary, arch)
 	if run {
-		checkVersion(t, img, binary, version)
+		checkVersion(t, img, binary, version, cfg.Config.Labels["org.opencontainers.image.revision"])
 	}
 }
 
@@ -337,7 +336,9 @@ func checkELF(t *testing.T, binary []byte, arch string) {
 	}
 }
 
-func checkVersion(t *testing.T, img image, binary []byte, version string) {
+// checkVersion runs the binary's version command, which must name the version and revision the
+// image's labels carry (compiled in with -X), or "unknown" for an image built without a revision.
+func checkVersion(t *testing.T, img image, binary []byte, version, revision string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), img.name)
 	if err := os.WriteFile(path, binary, 0o755); err != nil {
@@ -349,7 +350,10 @@ func checkVersion(t *testing.T, img image, binary []byte, version string) {
 	if err != nil {
 		t.Fatalf("/%s %s: %v\n%s", img.name, strings.Join(img.versionArgs, " "), err, out)
 	}
-	if got, want := strings.TrimSpace(string(out)), img.versionPrefix+version; got != want {
+	if revision == "" {
+		revision = "unknown"
+	}
+	if got, want := strings.TrimSpace(string(out)), fmt.Sprintf("dbtune %s %s (revision %s, go", img.name, version, revision); !strings.HasPrefix(got, want) {
 		t.Errorf("/%s %s printed %q, want %q", img.name, strings.Join(img.versionArgs, " "), got, want)
 	}
 }
