@@ -324,6 +324,9 @@ func (p *product) testAgentProbe(t *testing.T) {
 		}
 		return len(profile.Status.Targets) == 2, fmt.Sprintf("%d targets", len(profile.Status.Targets))
 	})
+	if got := p.agentMetric(ctx, t, "dbtune_build_info", map[string]string{"component": "node-agent", "version": "dev"}); got != 1 {
+		t.Errorf("the agent's dbtune_build_info{component=node-agent,version=dev} is %v, want 1 (make images builds VERSION=dev)", got)
+	}
 	for _, target := range profile.Status.Targets {
 		if target.Error != "" {
 			t.Errorf("target %s failed: %s", target.Name, target.Error)
