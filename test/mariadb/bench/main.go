@@ -66,13 +66,15 @@ type config struct {
 	replot          string
 	server          string
 	seed            int64
-	volume          string
-	volumeSize      int64
-	bigSortMiB      int
-	alterMiB        int
-	memoryLimit     resource.Quantity
-	bufferPool      resource.Quantity
-	scratchSize     resource.Quantity
+	// sessionTablespaces is the injected variant's spec.mysql.sessionTempTablespaces.
+	sessionTablespaces string
+	volume             string
+	volumeSize         int64
+	bigSortMiB         int
+	alterMiB           int
+	memoryLimit        resource.Quantity
+	bufferPool         resource.Quantity
+	scratchSize        resource.Quantity
 }
 
 func main() {
@@ -95,6 +97,7 @@ func main() {
 	flag.Func("buffer-pool", "innodb_buffer_pool_size of every variant (default 2560Mi)", quantityFlag(&cfg.bufferPool))
 	flag.Func("scratch-size", "size of the injected RAM volume; the controller requires limit ≥ size + buffer pool + 256Mi (default 1Gi)", quantityFlag(&cfg.scratchSize))
 	flag.StringVar(&cfg.server, "server", "machine", "the database server: this machine's MariaDB packages (machine), or a database test image unpacked by make images-databases (mariadb-sid: MariaDB 11.8, mysql-sid: MySQL 9.7)")
+	flag.StringVar(&cfg.sessionTablespaces, "session-tablespaces", "", "the injected variant's spec.mysql.sessionTempTablespaces on MySQL: Memory, Disk, or empty for the controller's default (Memory)")
 	flag.Int64Var(&cfg.seed, "seed", time.Now().UnixNano(), "seed of the variants' order in each round (recorded in the results)")
 	flag.StringVar(&cfg.replot, "replot", "", "draw the chart of an existing results file instead of measuring, to a PNG of its name (in -out, default beside it)")
 	flag.Parse()

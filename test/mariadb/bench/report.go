@@ -74,6 +74,8 @@ type settings struct {
 	// legacyBigSortQuery.
 	BigSortQuery string `json:"bigSortQuery,omitempty"`
 	AlterMiB     int    `json:"alterMiB,omitempty"`
+	// SessionTablespaces is the injected variant's spec.mysql.sessionTempTablespaces, when set.
+	SessionTablespaces string `json:"sessionTempTablespaces,omitempty"`
 	// MemoryLimit is the database container's limits.memory; the buffer pool is in ServerArgs.
 	MemoryLimit string `json:"memoryLimit,omitempty"`
 }
@@ -123,7 +125,8 @@ func newResults(h *mariadb.Host, cfg config, variants []*variant) *results {
 			Queries: []string{groupQuery, sortQuery}, SlapClients: cfg.clients, SlapQueries: cfg.queries,
 			MixedSeconds: cfg.mixedDuration.Seconds(), SysbenchThreads: cfg.sysbenchThreads,
 			SysbenchTables: sysbenchTables, MixedTempClients: cfg.tempClients, RunsPerMeasurement: cfg.runs,
-			BigSortMiB: cfg.bigSortMiB, BigSortQuery: bigSortQuery(cfg.bigSortMiB), AlterMiB: cfg.alterMiB, MemoryLimit: cfg.memoryLimit.String(),
+			BigSortMiB: cfg.bigSortMiB, BigSortQuery: bigSortQuery(cfg.bigSortMiB),
+			SessionTablespaces: cfg.sessionTablespaces, AlterMiB: cfg.alterMiB, MemoryLimit: cfg.memoryLimit.String(),
 		},
 		Variants: map[string]*variant{},
 		Runs:     map[string][]runResult{},
@@ -213,6 +216,9 @@ func (r *results) baseName() string {
 		v := strings.SplitN(strings.TrimPrefix(r.Machine.server(), r.Machine.flavor()+" "), ".", 3)
 		prefix = strings.ToLower(r.Machine.flavor()) + "-" + strings.Join(v[:min(2, len(v))], ".")
 	}
+	if r.Settings.SessionTablespaces != "" {
+		prefix += "-session-tablespaces-" + strings.ToLower(r.Settings.SessionTablespaces)
+	}
 	if v := r.Variants["tmpfs"]; v != nil && v.DataVolume != "" {
 		return prefix + "-cloudvolume"
 	}
@@ -274,8 +280,12 @@ func (r *results) markdown(pngPath, jsonPath string) string {
 		r.Generated.Format("2006-01-02"), r.Machine.CPUs, r.Machine.Kernel, r.Machine.server(), r.serverFlag())
 	fmt.Fprintf(&b, "One StatefulSet, run %d times side by side by the real-server harness with the same server settings (`%s`): ",
 		len(r.order), strings.Join(r.Settings.ServerArgs, " "))
-	fmt.Fprintf(&b, "injected with a %s ScratchVolume (tmpdir `%s` on %s), and as written (tmpdir `%s` in the container's writable layer, on %s, %s). ",
-		r.Settings.ScratchVolumeSize, vt.TmpDir, vt.FS, vd.TmpDir, vd.FS, r.diskVariantPlace())
+	sessions := ""
+	if r.Settings.SessionTablespaces != "" {
+		sessions = fmt.Sprintf(", `sessionTempTablespaces: %s`", r.Settings.SessionTablespaces)
+	}
+	fmt.Fprintf(&b, "injected with a %s ScratchVolume%s (tmpdir `%s` on %s), and as written (tmpdir `%s` in the container's writable layer, on %s, %s). ",
+		r.Settings.ScratchVolumeSize, sessions, vt.TmpDir, vt.FS, vd.TmpDir, vd.FS, r.diskVariantPlace())
 	order := "in a fixed order, tmpfs first"
 	if r.Settings.Seed != 0 {
 		order = fmt.Sprintf("in an order drawn anew for each round (seed %d)", r.Settings.Seed)

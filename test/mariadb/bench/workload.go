@@ -19,7 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
@@ -150,15 +149,18 @@ func statefulSet(h *mariadb.Host, cfg config, name string, extraArgs ...string) 
 	}
 }
 
-func scratchVolume(target string, size resource.Quantity) *v1alpha1.ScratchVolume {
+// scratchVolume is the injected variant's ScratchVolume: ConfigFile, innodb_tmpdir on disk, and
+// the session temporary tablespaces where cfg says (empty: the controller's default).
+func scratchVolume(target string, cfg config) *v1alpha1.ScratchVolume {
 	return &v1alpha1.ScratchVolume{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: "scratch"},
 		Spec: v1alpha1.ScratchVolumeSpec{
 			Target:  v1alpha1.ScratchTarget{Name: target},
-			Size:    size,
+			Size:    cfg.scratchSize,
 			Purpose: v1alpha1.PurposeMySQLTmpdir,
-			MySQL:   &v1alpha1.MySQLSpec{Injection: v1alpha1.InjectionConfigFile, InnoDBTmpdir: v1alpha1.InnoDBTmpdirDisk},
-			Memory:  v1alpha1.MemorySpec{Accounting: v1alpha1.MemoryValidate},
+			MySQL: &v1alpha1.MySQLSpec{Injection: v1alpha1.InjectionConfigFile, InnoDBTmpdir: v1alpha1.InnoDBTmpdirDisk,
+				SessionTempTablespaces: v1alpha1.TempTablespacePlacement(cfg.sessionTablespaces)},
+			Memory: v1alpha1.MemorySpec{Accounting: v1alpha1.MemoryValidate},
 		},
 	}
 }
@@ -191,7 +193,7 @@ func startVariants(ctx context.Context, h *mariadb.Host, cfg config, out *[]*var
 		sts := statefulSet(h, cfg, "bench-"+name, extraArgs...)
 		var svs []*v1alpha1.ScratchVolume
 		if name == "tmpfs" {
-			svs = append(svs, scratchVolume(sts.Name, cfg.scratchSize))
+			svs = append(svs, scratchVolume(sts.Name, cfg))
 		}
 		pod, err := h.NewPod(sts, svs...)
 		if err != nil {
