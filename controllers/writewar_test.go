@@ -24,10 +24,8 @@ import (
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
-// otherOperator plays an operator that owns the StatefulSet "db" and, every second, writes its own
-// pod template back with an Update, the way many operators reconcile: whatever it did not put
-// there goes. stop ends it and waits.
-func otherOperator(t *testing.T, e *testenv.Env, ns string, template corev1.PodTemplateSpec) (stop func()) {
+// everySecond runs write every second until stop, which ends it and waits; t's end stops it too.
+func everySecond(t *testing.T, write func(ctx context.Context)) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -40,12 +38,7 @@ func otherOperator(t *testing.T, e *testenv.Env, ns string, template corev1.PodT
 				return
 			case <-tick.C:
 			}
-			sts := &appsv1.StatefulSet{}
-			if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, sts); err != nil {
-				continue
-			}
-			sts.Spec.Template = *template.DeepCopy()
-			_ = e.Client.Update(ctx, sts, client.FieldOwner("other-operator")) // a conflict waits for the next round
+			write(ctx)
 		}
 	})
 	var once sync.Once
@@ -54,37 +47,37 @@ func otherOperator(t *testing.T, e *testenv.Env, ns string, template corev1.PodT
 	return stop
 }
 
+// otherOperator plays an operator that owns the StatefulSet "db" and, every second, writes its own
+// pod template back with an Update, the way many operators reconcile: whatever it did not put
+// there goes. stop ends it and waits.
+func otherOperator(t *testing.T, e *testenv.Env, ns string, template corev1.PodTemplateSpec) (stop func()) {
+	t.Helper()
+	return everySecond(t, func(ctx context.Context) {
+		sts := &appsv1.StatefulSet{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, sts); err != nil {
+			return
+		}
+		sts.Spec.Template = *template.DeepCopy()
+		_ = e.Client.Update(ctx, sts, client.FieldOwner("other-operator")) // a conflict waits for the next round
+	})
+}
+
 // storedCopyWriter plays another controller that keeps the StatefulSet "db" as it first stored
 // it and, every second, writes that copy back over the live object with an Update under its own
 // field manager, stamping an annotation: the pod template it writes is the one kubectl created,
 // so it owns no field under it, yet it removes the injection. stop ends it and waits.
 func storedCopyWriter(t *testing.T, e *testenv.Env, ns string, stored *appsv1.StatefulSet) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			live := &appsv1.StatefulSet{}
-			if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, live); err != nil {
-				continue
-			}
-			restored := stored.DeepCopy()
-			restored.ResourceVersion, restored.ManagedFields = live.ResourceVersion, nil
-			restored.Annotations = map[string]string{"example.com/restored-at": time.Now().Format(time.RFC3339Nano)}
-			_ = e.Client.Update(ctx, restored, client.FieldOwner("stored-copy-writer")) // a conflict waits for the next round
+	return everySecond(t, func(ctx context.Context) {
+		live := &appsv1.StatefulSet{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, live); err != nil {
+			return
 		}
+		restored := stored.DeepCopy()
+		restored.ResourceVersion, restored.ManagedFields = live.ResourceVersion, nil
+		restored.Annotations = map[string]string{"example.com/restored-at": time.Now().Format(time.RFC3339Nano)}
+		_ = e.Client.Update(ctx, restored, client.FieldOwner("stored-copy-writer")) // a conflict waits for the next round
 	})
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
-	t.Cleanup(stop)
-	return stop
 }
 
 // TestWriteWarWithAStoredCopyWriter is a StatefulSet created with kubectl and then written back
