@@ -74,34 +74,16 @@ func newImage(o *options, b binary, p platform, base v1.Layer, file string) (v1.
 	if err != nil {
 		return nil, err
 	}
-	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err = mutate.Append(img,
-		mutate.Addendum{Layer: base, History: history(o.created, "passwd and group for the nonroot user, /tmp")},
-		mutate.Addendum{Layer: app, History: history(o.created, fmt.Sprintf("go build %s (CGO_ENABLED=0 GOOS=%s GOARCH=%s)", b.pkg, p.os, p.arch))},
-	)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = p.os, p.arch
-	if p.arch == "arm64" {
-		cfg.Variant = "v8"
-	}
-	cfg.Created = v1.Time{Time: o.created}
-	cfg.Author = "dbtune"
-	cfg.Config = v1.Config{
+	return platformImage(o, p, v1.Config{
 		Entrypoint: []string{"/" + b.name},
 		User:       fmt.Sprintf("%d:%d", nonrootUID, nonrootUID),
 		WorkingDir: "/",
 		Env:        []string{"PATH=/"},
 		Labels:     labels(o, b),
-	}
-	return mutate.ConfigFile(img, cfg)
+	},
+		mutate.Addendum{Layer: base, History: history(o.created, "passwd and group for the nonroot user, /tmp")},
+		mutate.Addendum{Layer: app, History: history(o.created, fmt.Sprintf("go build %s (CGO_ENABLED=0 GOOS=%s GOARCH=%s)", b.pkg, p.os, p.arch))},
+	)
 }
 
 func history(created time.Time, what string) v1.History {
@@ -176,9 +158,14 @@ func writeLayout(dir string, tag name.Tag, index v1.ImageIndex) error {
 	return nil
 }
 
-// localImage is an image for this machine's architecture, the kind a local test node imports: the
-// layers in order, then config with the fields every image of this builder shares.
+// localImage is an image for this machine's architecture, the kind a local test node imports.
 func localImage(o *options, config v1.Config, layers ...mutate.Addendum) (v1.Image, error) {
+	return platformImage(o, platform{os: "linux", arch: runtime.GOARCH}, config, layers...)
+}
+
+// platformImage is an image for p: the layers in order, then config with the fields every image
+// of this builder shares.
+func platformImage(o *options, p platform, config v1.Config, layers ...mutate.Addendum) (v1.Image, error) {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err := mutate.Append(img, layers...)
@@ -190,7 +177,10 @@ func localImage(o *options, config v1.Config, layers ...mutate.Addendum) (v1.Ima
 		return nil, err
 	}
 	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
+	cfg.OS, cfg.Architecture = p.os, p.arch
+	if p.arch == "arm64" {
+		cfg.Variant = "v8"
+	}
 	cfg.Created = v1.Time{Time: o.created}
 	cfg.Author = "dbtune"
 	cfg.Config = config
