@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+	// Maintenance windows name IANA time zones; the manager image has no zoneinfo of its own.
+	_ "time/tzdata"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -50,6 +52,8 @@ type options struct {
 	qps         float64
 	burst       int
 	showVersion bool
+	// windows are the default maintenance windows (--maintenance-window, repeatable).
+	windows []v1alpha1.MaintenanceWindow
 }
 
 func main() {
@@ -82,6 +86,14 @@ func bindFlags(fs *flag.FlagSet, opts *options) {
 	fs.Float64Var(&opts.qps, "kube-api-qps", 0, "Client-side limit of the manager's requests per second to the API server; 0 sets none and leaves queuing to the server's API Priority and Fairness.")
 	fs.IntVar(&opts.burst, "kube-api-burst", 0, "Requests the manager may send at once above --kube-api-qps; 0 means twice the QPS. Ignored when --kube-api-qps is 0.")
 	fs.BoolVar(&opts.showVersion, "version", false, "Print the version and exit.")
+	fs.Func("maintenance-window", "A default maintenance window, \"[DAYS ]HH:MM+DURATION[ TIMEZONE]\" such as \"Sat,Sun 02:00+3h Europe/Berlin\": "+
+		"a change nobody wrote in a ScratchVolume (a new release renders its configuration differently) is applied then, unless the "+
+		"ScratchVolume declares its own spec.changes.maintenanceWindows. Repeat the flag for several windows; without one, such changes wait for approval.",
+		func(s string) error {
+			w, err := controllers.ParseMaintenanceWindow(s)
+			opts.windows = append(opts.windows, w)
+			return err
+		})
 }
 
 func run(ctx context.Context, opts options) error {
@@ -117,6 +129,8 @@ func run(ctx context.Context, opts options) error {
 		Recorder:                mgr.GetEventRecorder("scratch-operator"),
 		APIReader:               mgr.GetAPIReader(),
 		MaxConcurrentReconciles: opts.concurrency,
+		Version:                 version,
+		MaintenanceWindows:      opts.windows,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("failed to set up the ScratchVolume controller: %w", err)

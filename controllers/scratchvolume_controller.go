@@ -48,6 +48,12 @@ type ScratchVolumeReconciler struct {
 	// WriteWar is when the controller stops restoring entries another writer keeps removing
 	// (default: 3 restores within 10 minutes).
 	WriteWar WriteWarRule
+	// Version is the manager's version, recorded in the status with what it applies and named by
+	// the changes it holds back (default "dev").
+	Version string
+	// MaintenanceWindows are when a change nobody wrote is applied without approval, for the
+	// ScratchVolumes that declare no windows of their own; none by default.
+	MaintenanceWindows []v1alpha1.MaintenanceWindow
 
 	// statefulSets and scratchVolumes are the cache's indexers of those kinds, when it gives them
 	// (statefulSetIndexer, scratchVolumeIndexer).
@@ -63,6 +69,13 @@ type ScratchVolumeReconciler struct {
 	// decisions holds each target's last decision that needed no write, for the syncs that follow
 	// with the same inputs.
 	decisions fleetcache.Decisions
+}
+
+func (r *ScratchVolumeReconciler) version() string {
+	if r.Version == "" {
+		return "dev"
+	}
+	return r.Version
 }
 
 // WriteWarRule says when the controller stops restoring its entries on a StatefulSet that another
@@ -108,7 +121,7 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.ensureFinalizer(ctx, sv); err != nil {
 		return ctrl.Result{}, err
 	}
-	report := decide.NewReport(sv, r.WriteWar)
+	report := decide.NewReport(sv, r.WriteWar, r.version())
 	defer func() {
 		if staleWrite(err) {
 			// The StatefulSet moved or went between read and write, or the cache has not caught
@@ -179,7 +192,7 @@ func (r *ScratchVolumeReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ScratchVolume{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
-			deletionPredicate{}))).
+			deletionPredicate{}, approvalPredicate{}))).
 		Watches(&appsv1.StatefulSet{}, forgetDeleted{
 			EventHandler: handler.EnqueueRequestsFromMapFunc(r.scratchVolumesForStatefulSet),
 			forget:       r.decisions.Forget,
@@ -190,4 +203,10 @@ func (r *ScratchVolumeReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
 		Named("scratchvolume").
 		Complete(r)
+}
+
+// ParseMaintenanceWindow reads a maintenance window as the manager's --maintenance-window flag
+// takes it: "[DAYS ]HH:MM+DURATION[ TIMEZONE]", such as "Sat,Sun 02:00+3h Europe/Berlin".
+func ParseMaintenanceWindow(s string) (v1alpha1.MaintenanceWindow, error) {
+	return decide.ParseWindow(s)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -172,9 +173,13 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 		return nil, fmt.Errorf("failed to get StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 	}
 	targetsPlanned.WithLabelValues(sts.Namespace).Inc()
-	tp := decide.PlanTarget(svs, live)
+	tp := decide.PlanTarget(svs, live, r.gate(ctx))
 	if tp.Settled() {
-		r.decisions.Remember(key, fleetcache.InputsOf(live, svs), tp.Outcomes)
+		if tp.Waiting() {
+			r.decisions.Forget(key)
+		} else {
+			r.decisions.Remember(key, fleetcache.InputsOf(live, svs), tp.Outcomes)
+		}
 		return r.settle(ctx, live, svs, fleetcache.SettledOutcomes(tp.Outcomes))
 	}
 	r.decisions.Forget(key)
@@ -201,7 +206,7 @@ func (r *ScratchVolumeReconciler) writePlan(ctx context.Context, sts, live *apps
 	// before the next decision, and the object that decision is made from, so that the syncs
 	// the write brings (its own watch event, the StatefulSet controller's status) need no read.
 	r.written.Record(key, live.Generation)
-	if after := decide.PlanTarget(svs, live); after.Settled() {
+	if after := decide.PlanTarget(svs, live, r.gate(ctx)); after.Settled() && !after.Waiting() {
 		r.decisions.Remember(key, fleetcache.InputsOf(live, svs), after.Outcomes)
 	}
 	g := r.guards.Update(key, svs, func(g decide.Guard) decide.Guard { return rule.AfterWrite(g, now, len(restored) > 0) })
@@ -212,6 +217,22 @@ func (r *ScratchVolumeReconciler) writePlan(ctx context.Context, sts, live *apps
 		events.add(sts, c)
 	}
 	return decide.WithGuard(fleetcache.SettledOutcomes(tp.Outcomes), g), nil
+}
+
+// gate is what holds back the changes nobody wrote, as of now: the manager's version and default
+// maintenance windows, and the drop-in ConfigMaps as the cache has them, to say what a change
+// would do to them.
+func (r *ScratchVolumeReconciler) gate(ctx context.Context) decide.Gate {
+	return decide.Gate{
+		Now: time.Now(), Version: r.version(), Windows: r.MaintenanceWindows,
+		DropIn: func(sv *v1alpha1.ScratchVolume, sts string) map[string]string {
+			cm := &corev1.ConfigMap{}
+			if err := r.Get(ctx, client.ObjectKey{Namespace: sv.Namespace, Name: sv.ConfigMapName(sts)}, cm, client.UnsafeDisableDeepCopy); err != nil {
+				return nil
+			}
+			return cm.Data
+		},
+	}
 }
 
 // readWhole reads into live the whole StatefulSet that sts, the cache's trimmed copy, stands for.

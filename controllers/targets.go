@@ -330,6 +330,15 @@ func (r *ScratchVolumeReconciler) scratchVolumesForStatefulSet(ctx context.Conte
 	return reqs
 }
 
+// approvalPredicate passes updates that change the approval of pending changes, which do not
+// change the generation.
+type approvalPredicate struct{ predicate.Funcs }
+
+func (approvalPredicate) Update(e event.UpdateEvent) bool {
+	return e.ObjectOld != nil && e.ObjectNew != nil &&
+		e.ObjectOld.GetAnnotations()[v1alpha1.ApproveChangeAnnotation] != e.ObjectNew.GetAnnotations()[v1alpha1.ApproveChangeAnnotation]
+}
+
 // deletionPredicate passes updates that start a deletion, which do not change the generation.
 type deletionPredicate struct{ predicate.Funcs }
 

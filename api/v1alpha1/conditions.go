@@ -20,6 +20,11 @@ const (
 	// False when one came close to full or filled up (NearFull, Full), Unknown before a node agent
 	// has observed any (NotObserved). It does not count towards Ready.
 	ConditionCapacity = "Capacity"
+	// ConditionChangesPending is True when a change nobody wrote in the ScratchVolume or a
+	// StatefulSet waits for approval or a maintenance window (reasons AwaitingApproval,
+	// AwaitingMaintenanceWindow), False when none does (NoPendingChanges). It does not count
+	// towards Ready: the targets keep a working configuration meanwhile.
+	ConditionChangesPending = "ChangesPending"
 )
 
 // Condition types of a NodeIOProfile.

@@ -50,6 +50,11 @@ const (
 	// ScratchVolumeLabel on an object the operator creates names the ScratchVolume it belongs to.
 	ScratchVolumeLabel = "dbtune.io/scratch-volume"
 
+	// ApproveChangeAnnotation on a ScratchVolume approves pending changes: its value is a
+	// comma-separated list of status.targets[].pendingChange.id values. Every target whose pending
+	// change has one of them gets it applied; a change with another ID keeps waiting.
+	ApproveChangeAnnotation = "dbtune.io/approve-change"
+
 	// ScratchOptInLabel, set to "true" on a StatefulSet, is what the sample ValidatingAdmissionPolicy
 	// of config/samples/policy requires before the operator may add or change its entries there.
 	// The operator itself never reads it: the policy enforces it, at admission.

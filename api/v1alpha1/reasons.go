@@ -107,6 +107,13 @@ const (
 	// ReasonCapacityNotObserved: no node agent has sampled a pod of the targets yet (no pod runs
 	// the injected template, or no agent runs on its node).
 	ReasonCapacityNotObserved = "NotObserved"
+
+	// ReasonAwaitingApproval: a change nobody wrote waits for dbtune.io/approve-change.
+	ReasonAwaitingApproval = "AwaitingApproval"
+	// ReasonAwaitingWindow: a change nobody wrote waits for a maintenance window (or approval).
+	ReasonAwaitingWindow = "AwaitingMaintenanceWindow"
+	// ReasonNoPendingChanges: every target carries what the controller renders for it.
+	ReasonNoPendingChanges = "NoPendingChanges"
 )
 
 // Reasons of a NodeIOProfile's Probed and Degraded conditions. Probed says whether the figures in

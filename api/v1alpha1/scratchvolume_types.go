@@ -389,7 +389,65 @@ type ScratchVolumeSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	Memory MemorySpec `json:"memory,omitempty"`
+
+	// Changes says when a change the user did not write in this ScratchVolume reaches its
+	// StatefulSets. Every change to a pod template restarts the database pods, so a change of what
+	// the controller renders for a running target that comes from anything but an edit of this
+	// ScratchVolume or of the StatefulSet (a new release of the operator renders it differently, a
+	// default changed) waits: it is reported in status.targets[].pendingChange until it is approved
+	// with the annotation dbtune.io/approve-change or a maintenance window opens. An edit of the
+	// spec applies at once.
+	//
+	// +optional
+	Changes *ChangePolicy `json:"changes,omitempty"`
 }
+
+// ChangePolicy says when changes the user did not write may be applied without approval.
+type ChangePolicy struct {
+	// MaintenanceWindows are the times such a change is applied without approval. Empty: the
+	// manager's default windows (its --maintenance-window flag), if it has any.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	MaintenanceWindows []MaintenanceWindow `json:"maintenanceWindows,omitempty"`
+}
+
+// MaintenanceWindow is a time, recurring every week, when pods may be restarted: it opens at Start
+// on each of Days, in TimeZone, and lasts Duration.
+type MaintenanceWindow struct {
+	// Days are the days the window opens on. Empty: every day.
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=7
+	Days []Weekday `json:"days,omitempty"`
+
+	// Start is the time of day the window opens, HH:MM on a 24-hour clock.
+	//
+	// +required
+	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	Start string `json:"start"`
+
+	// Duration is how long the window stays open: from 1m to 24h, such as 90m or 2h.
+	//
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+h)?([0-9]+m)?$') && self != '' && duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="duration must be whole hours and minutes from 1m to 24h, such as 90m or 2h"
+	Duration metav1.Duration `json:"duration"`
+
+	// TimeZone is the IANA time zone Start and Days are in, such as Europe/Berlin. Default: UTC.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$`
+	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// Weekday is a day of the week.
+//
+// +kubebuilder:validation:Enum=Mon;Tue;Wed;Thu;Fri;Sat;Sun
+type Weekday string
 
 // ScratchTargetStatus reports one selected StatefulSet.
 type ScratchTargetStatus struct {
@@ -478,6 +536,20 @@ type ScratchTargetStatus struct {
 	//
 	// +optional
 	Usage *ScratchUsage `json:"usage,omitempty"`
+
+	// Applied records what the configuration on the StatefulSet was rendered from, so that a later
+	// difference can be told apart: an edit of the ScratchVolume or of the StatefulSet applies at
+	// once, any other waits in PendingChange.
+	//
+	// +optional
+	Applied *AppliedConfig `json:"applied,omitempty"`
+
+	// PendingChange is a change of this StatefulSet's configuration that nobody wrote in the
+	// ScratchVolume or the StatefulSet, waiting for approval or a maintenance window. The
+	// StatefulSet keeps its current configuration meanwhile.
+	//
+	// +optional
+	PendingChange *PendingChange `json:"pendingChange,omitempty"`
 }
 
 // ScratchUsage sums up the node agents' observations of the RAM volumes of some pods. Each pod's
@@ -562,6 +634,73 @@ type WriteCandidate struct {
 	//
 	// +optional
 	LastUpdate metav1.Time `json:"lastUpdate,omitempty"`
+}
+
+// AppliedConfig is what a target's configuration was rendered from.
+type AppliedConfig struct {
+	// Generation is the ScratchVolume's metadata.generation.
+	//
+	// +required
+	Generation int64 `json:"generation"`
+
+	// SpecHash is a hash of the ScratchVolume's spec but spec.changes: an edit of spec.changes
+	// alone (a new maintenance window) is not an edit of what the targets carry.
+	//
+	// +optional
+	SpecHash string `json:"specHash,omitempty"`
+
+	// TemplateHash is a hash of the StatefulSet's pod template without the controller's entries.
+	//
+	// +optional
+	TemplateHash string `json:"templateHash,omitempty"`
+
+	// Version is the version of the manager that wrote the configuration; empty when it was
+	// written by a release that did not record it.
+	//
+	// +optional
+	Version string `json:"version,omitempty"`
+}
+
+// PendingChange is a change of configuration waiting for the user.
+type PendingChange struct {
+	// ID names the change: approve it with the annotation dbtune.io/approve-change=<ID> on the
+	// ScratchVolume (several IDs separated by commas). Targets given the same change share its ID.
+	//
+	// +required
+	ID string `json:"id"`
+
+	// ConfigHash is the configuration hash the StatefulSet will carry once the change is applied.
+	//
+	// +required
+	ConfigHash string `json:"configHash"`
+
+	// WantedBy is the version of the manager that renders the change.
+	//
+	// +optional
+	WantedBy string `json:"wantedBy,omitempty"`
+
+	// Reason says why the configuration differs although nobody edited the ScratchVolume or the
+	// StatefulSet since it was written.
+	//
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// Changes list what the change would do to the pod template and the drop-in file.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Changes []string `json:"changes,omitempty"`
+
+	// Since is when the controller first found the change waiting.
+	//
+	// +optional
+	Since metav1.Time `json:"since,omitempty"`
+
+	// NextWindow is when the next maintenance window opens, if there is one.
+	//
+	// +optional
+	NextWindow *metav1.Time `json:"nextWindow,omitempty"`
 }
 
 // WriteWar records a fight over a StatefulSet's pod template: another writer removed the
@@ -682,7 +821,8 @@ type ScratchVolumeStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, TargetFound, MemoryBudget, Injected, RolledOut, Conflict and Capacity.
+	// Conditions: Ready, TargetFound, MemoryBudget, Injected, RolledOut, Conflict, Capacity and
+	// ChangesPending.
 	//
 	// +optional
 	// +listType=map
@@ -698,6 +838,12 @@ type ScratchVolumeStatus struct {
 	//
 	// +optional
 	InjectedTargets int32 `json:"injectedTargets,omitempty"`
+
+	// PendingChanges counts the targets with a change waiting for approval or a maintenance
+	// window (status.targets[].pendingChange).
+	//
+	// +optional
+	PendingChanges int32 `json:"pendingChanges,omitempty"`
 
 	// Targets reports each selected StatefulSet.
 	//
@@ -745,6 +891,7 @@ type ScratchVolumeStatus struct {
 // +kubebuilder:printcolumn:name="Capacity",type=string,JSONPath=`.status.conditions[?(@.type=="Capacity")].reason`,description="Sufficient, NearFull, Full or NotObserved"
 // +kubebuilder:printcolumn:name="Purpose",type=string,JSONPath=`.spec.purpose`
 // +kubebuilder:printcolumn:name="Injected",type=integer,JSONPath=`.status.injectedTargets`,description="StatefulSets carrying the volume"
+// +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingChanges`,description="StatefulSets with a change waiting for approval or a maintenance window"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Rolled-Out",type=string,JSONPath=`.status.conditions[?(@.type=="RolledOut")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1

@@ -65,7 +65,29 @@ func (rep *Report) conditions() []metav1.Condition {
 		ready.Status, ready.Reason = metav1.ConditionUnknown, v1alpha1.ReasonReconcileFailed
 		ready.Message = fmt.Sprintf("%v; the controller retries with a growing delay", rep.failure)
 	}
-	return []metav1.Condition{ready, found, memory, injected, rolled, conflict}
+	return []metav1.Condition{ready, found, memory, injected, rolled, conflict, rep.pendingCondition(c)}
+}
+
+// pendingCondition says which changes nobody wrote wait, and how to let them through.
+func (rep *Report) pendingCondition(c func(string, bool, string, string) metav1.Condition) metav1.Condition {
+	if len(rep.pending) == 0 {
+		return c(v1alpha1.ConditionChangesPending, false, v1alpha1.ReasonNoPendingChanges, "every target carries what the manager renders for it")
+	}
+	reason := rep.pending[0].reason
+	for _, p := range rep.pending {
+		if p.reason == v1alpha1.ReasonAwaitingApproval {
+			reason = p.reason
+		}
+	}
+	how := fmt.Sprintf("approve one with kubectl annotate scratchvolume %s %s=<id> (several ids separated by commas), or declare spec.changes.maintenanceWindows",
+		rep.sv.Name, v1alpha1.ApproveChangeAnnotation)
+	if reason == v1alpha1.ReasonAwaitingWindow {
+		how = fmt.Sprintf("they apply in the next maintenance window, or at once when approved with kubectl annotate scratchvolume %s %s=<id>",
+			rep.sv.Name, v1alpha1.ApproveChangeAnnotation)
+	}
+	return c(v1alpha1.ConditionChangesPending, true, reason, fmt.Sprintf(
+		"%d StatefulSet(s) keep their configuration while a change that would restart their pods waits (status.targets[].pendingChange says what it changes); %s; %s",
+		len(rep.pending), how, summarize(rep.pending)))
 }
 
 // notFound is why no target was found: the selector cannot be parsed, or nothing matches yet.

@@ -141,7 +141,7 @@ func TestNoConditionContradictsAnother(t *testing.T) {
 	)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rep := NewReport(sv, WriteWarRule{})
+			rep := NewReport(sv, WriteWarRule{}, "")
 			tc.build(rep)
 			status, _ := rep.Status()
 			if got := contradictions(status.Conditions); len(got) > 0 {

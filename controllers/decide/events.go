@@ -77,6 +77,11 @@ func Changes(sts *appsv1.StatefulSet, outcomes map[string]*Outcome, desired, obs
 			out = append(out, Change{o.SV, EventInjected, ActionInject,
 				fmt.Sprintf("Injected a %s RAM volume at %s into container %s of StatefulSet %s%s", size, o.Plan.Mount.MountPath, o.Plan.Container, sts.Name, placement(o.Plan)),
 				fmt.Sprintf("Injected a %s RAM volume into", size)})
+		case before != desired.Annotations[key] && o.Applying != "":
+			out = append(out, Change{o.SV, EventUpdated, ActionInject,
+				fmt.Sprintf("Updated the injection in StatefulSet %s (config hash %s -> %s), a change nobody wrote in the ScratchVolume or the StatefulSet, %s%s",
+					sts.Name, before, desired.Annotations[key], o.Applying, placement(o.Plan)),
+				fmt.Sprintf("Updated the injection, a change nobody wrote, %s, in", o.Applying)})
 		case before != desired.Annotations[key]:
 			out = append(out, Change{o.SV, EventUpdated, ActionInject,
 				fmt.Sprintf("Updated the injection in StatefulSet %s (config hash %s -> %s)%s", sts.Name, before, desired.Annotations[key], placement(o.Plan)),

@@ -34,6 +34,15 @@ type Outcome struct {
 	Guard Guard
 	// Container is the container that gets the volume (PlannedContainer), nil when blocked.
 	Container *corev1.Container
+	// TemplateHash is the StatefulSet's pod template as its owner wrote it (TemplateHash), set
+	// with Plan: the status records it with what was applied.
+	TemplateHash string
+	// Waiting is set, with Plan nil and Kept, when the plan changes the configuration the
+	// StatefulSet carries although nobody edited the ScratchVolume or the StatefulSet, and waits
+	// for approval or a maintenance window (gate).
+	Waiting *Waiting
+	// Applying says why a change nobody wrote is written now; empty for a change the user made.
+	Applying Applying
 }
 
 // TargetPlan is what a sync decides for one StatefulSet from the ScratchVolumes that select it:
@@ -46,9 +55,11 @@ type TargetPlan struct {
 }
 
 // PlanTarget decides, reading nothing but its arguments: svs are the live ScratchVolumes that
-// select sts, oldest first (SortOldestFirst), and sts is the whole StatefulSet.
-func PlanTarget(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) TargetPlan {
+// select sts, oldest first (SortOldestFirst), sts is the whole StatefulSet, and g holds back the
+// changes nobody wrote.
+func PlanTarget(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, g Gate) TargetPlan {
 	outcomes := decideAll(svs, sts)
+	gate(outcomes, sts, g)
 	plans, kept := WinningPlans(outcomes), keptNames(outcomes)
 	user := inject.Strip(sts.Spec.Template)
 	changes, states := inject.Overrides(&user, &sts.Spec.Template, plans, kept)
@@ -66,6 +77,17 @@ func PlanTarget(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) TargetPl
 
 // Settled reports whether the StatefulSet already carries everything planned.
 func (tp TargetPlan) Settled() bool { return tp.Desired.Equal(tp.Observed) && len(tp.Pending) == 0 }
+
+// Waiting reports whether a change waits for approval or a maintenance window: the decision
+// depends on the clock and the approval then, and is made again on every sync.
+func (tp TargetPlan) Waiting() bool {
+	for _, o := range tp.Outcomes {
+		if o.Waiting != nil {
+			return true
+		}
+	}
+	return false
+}
 
 // Removing reports whether a write of the plan takes a ScratchVolume's entries away: the JSON
 // patch of the containers then goes before the apply, so that a failed apply never forgets flags

@@ -37,11 +37,15 @@ type Report struct {
 	invalidSelector string
 	targets         []v1alpha1.ScratchTargetStatus
 	cms             map[string]bool
-	problems        []finding      // blocked targets
-	memory          []finding      // memory notes and problems
-	notes           []finding      // other notes
-	rollout         []finding      // targets not rolled out yet
-	placed          []placedTarget // where each injected target's temporary data goes
+	problems        []finding // blocked targets
+	memory          []finding // memory notes and problems
+	notes           []finding // other notes
+	rollout         []finding // targets not rolled out yet
+	pending         []finding // targets whose change waits (the reason is the condition's)
+	// version is the manager's, recorded with what is applied, and specHash the ScratchVolume's
+	// (SpecHash), computed once.
+	version, specHash string
+	placed  []placedTarget // where each injected target's temporary data goes
 	// denials counts the targets whose change admission control refused.
 	denials int
 	// wake is when a target's write-war guard needs the next reconcile; zero when none does.
@@ -67,9 +71,9 @@ type placedTarget struct {
 	locations []v1alpha1.TempLocation
 }
 
-// NewReport starts the report of one reconcile of sv.
-func NewReport(sv *v1alpha1.ScratchVolume, rule WriteWarRule) *Report {
-	return &Report{sv: sv, cms: map[string]bool{}, containers: map[string]*corev1.Container{}, rule: rule.OrDefaults()}
+// NewReport starts the report of one reconcile of sv by the manager of version.
+func NewReport(sv *v1alpha1.ScratchVolume, rule WriteWarRule, version string) *Report {
+	return &Report{sv: sv, cms: map[string]bool{}, containers: map[string]*corev1.Container{}, rule: rule.OrDefaults(), version: version}
 }
 
 // Add records the outcome for one target StatefulSet. It returns the reason the target is blocked
@@ -84,6 +88,8 @@ func (rep *Report) Add(sts *appsv1.StatefulSet, o *Outcome) (blocked string) {
 		ts.Message = "not planned"
 	case o.War != nil:
 		blocked = rep.held(sts, o, &ts)
+	case o.Waiting != nil:
+		rep.waiting(sts, o, &ts)
 	case o.Plan == nil:
 		blocked = rep.blocked(sts, o, &ts)
 	default:
@@ -99,8 +105,8 @@ func (rep *Report) Add(sts *appsv1.StatefulSet, o *Outcome) (blocked string) {
 // guarded copies a target's restore history into its status and notes when it needs a reconcile.
 func (rep *Report) guarded(g Guard, ts *v1alpha1.ScratchTargetStatus) {
 	ts.Restores, ts.WriteWar = g.Restores, g.War
-	if at := rep.rule.Wake(g); !at.IsZero() && (rep.wake.IsZero() || at.Before(rep.wake)) {
-		rep.wake = at
+	if at := rep.rule.Wake(g); !at.IsZero() {
+		rep.wakeAt(at)
 	}
 }
 
@@ -127,6 +133,44 @@ func (rep *Report) WriteFailed(sts *appsv1.StatefulSet, err error) string {
 	}})
 }
 
+// waiting records a target whose change waits for approval or a maintenance window: it keeps the
+// configuration it carries, reported as the last status had it, and the change is reported beside.
+func (rep *Report) waiting(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.ScratchTargetStatus) {
+	w := o.Waiting
+	carried := sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
+	ts.Injected, ts.ConfigHash, ts.Container, ts.PendingChange = true, carried, w.Plan.Container, w.Change
+	if last := rep.last(sts.Name); last != nil {
+		ts.Flavor, ts.Version, ts.Injection, ts.TempLocations, ts.Applied = last.Flavor, last.Version, last.Injection, last.TempLocations, last.Applied
+	}
+	// The drop-in the carried configuration mounts stays.
+	rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
+	msg := fmt.Sprintf("change %s waits: %s", w.Change.ID, w.Change.Reason)
+	if w.Change.NextWindow != nil {
+		rep.wakeAt(w.Change.NextWindow.Time)
+	}
+	rep.pending = append(rep.pending, finding{sts.Name, w.Reason, msg})
+	if reason, msg, done := rollout(sts, carried, rep.rolledOutBefore(sts.Name, carried)); !done {
+		rep.rollout = append(rep.rollout, finding{sts.Name, reason, msg})
+	}
+}
+
+// last is target's entry in the last status, nil when it had none.
+func (rep *Report) last(target string) *v1alpha1.ScratchTargetStatus {
+	for i := range rep.sv.Status.Targets {
+		if rep.sv.Status.Targets[i].Name == target {
+			return &rep.sv.Status.Targets[i]
+		}
+	}
+	return nil
+}
+
+// wakeAt asks for a reconcile at t, unless an earlier one is asked for.
+func (rep *Report) wakeAt(t time.Time) {
+	if rep.wake.IsZero() || t.Before(rep.wake) {
+		rep.wake = t
+	}
+}
+
 func (rep *Report) blocked(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.ScratchTargetStatus) string {
 	f := finding{sts.Name, o.Problem.Reason, o.Problem.Message}
 	if o.Problem.Reason == v1alpha1.ReasonMemoryBudget {
@@ -140,6 +184,9 @@ func (rep *Report) blocked(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.Scr
 		ts.ConfigHash = sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
 		ts.Message += " (the earlier injection stays in place until this is fixed)"
 		rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
+		if last := rep.last(sts.Name); last != nil {
+			ts.Applied = last.Applied
+		}
 	}
 	return o.Problem.Reason
 }
@@ -147,6 +194,13 @@ func (rep *Report) blocked(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.Scr
 func (rep *Report) injected(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.ScratchTargetStatus) {
 	plan := o.Plan
 	ts.Injected, ts.Container, ts.ConfigHash = true, plan.Container, o.Hash
+	if rep.specHash == "" {
+		rep.specHash = SpecHash(rep.sv)
+	}
+	ts.Applied = &v1alpha1.AppliedConfig{Generation: rep.sv.Generation, SpecHash: rep.specHash, TemplateHash: o.TemplateHash, Version: rep.version}
+	if last := rep.last(sts.Name); o.TemplateHash == "" && last != nil && last.Applied != nil {
+		ts.Applied.TemplateHash = last.Applied.TemplateHash
+	}
 	if o.Container != nil {
 		rep.containers[sts.Name] = o.Container
 	}

@@ -27,6 +27,9 @@ func (rep *Report) Status() (v1alpha1.ScratchVolumeStatus, []capacity.Episode) {
 		if t.Injected {
 			status.InjectedTargets++
 		}
+		if t.PendingChange != nil {
+			status.PendingChanges++
+		}
 	}
 	sort.Slice(status.Targets, func(i, j int) bool { return status.Targets[i].Name < status.Targets[j].Name })
 	rep.capacity(&status)

@@ -90,6 +90,9 @@ type rememberedOutcome struct {
 	container *corev1.Container
 	problem   *inject.Problem
 	kept      bool
+	// templateHash is the StatefulSet's own pod template (decide.TemplateHash), which the status
+	// records with what was applied.
+	templateHash string
 }
 
 // Decisions remembers, per target StatefulSet, the last decision that left it as it is.
@@ -116,7 +119,7 @@ func (s *Decisions) Reuse(key types.NamespacedName, in Inputs, svs []*v1alpha1.S
 	out := make(map[string]*decide.Outcome, len(d.outcomes))
 	for i := range d.outcomes {
 		m := &d.outcomes[i]
-		out[svs[i].Name] = &decide.Outcome{SV: svs[i], Plan: m.plan, Hash: m.hash, Container: m.container, Problem: m.problem, Kept: m.kept}
+		out[svs[i].Name] = &decide.Outcome{SV: svs[i], Plan: m.plan, Hash: m.hash, Container: m.container, Problem: m.problem, Kept: m.kept, TemplateHash: m.templateHash}
 	}
 	return out, true
 }
@@ -132,7 +135,10 @@ func (s *Decisions) Remember(key types.NamespacedName, in Inputs, outcomes map[s
 		if !ok {
 			return
 		}
-		m := rememberedOutcome{container: sharedContainers.intern(o.Container), problem: o.Problem, kept: o.Kept}
+		if o.Waiting != nil {
+			return // made again on every sync: it depends on the clock and the approval
+		}
+		m := rememberedOutcome{container: sharedContainers.intern(o.Container), problem: o.Problem, kept: o.Kept, templateHash: o.TemplateHash}
 		if o.Plan != nil {
 			m.hash, m.plan = o.Hash, sharedPlans.intern(SettledPlan(o.Plan))
 		}

@@ -120,9 +120,9 @@ func TestTrimmedStatefulSetsReportTheSame(t *testing.T) {
 				if diff := cmp.Diff(inject.ScratchVolumes(&full.Spec.Template), inject.ScratchVolumes(&trimmed.Spec.Template)); diff != "" {
 					t.Errorf("round %d: the injected-by index differs (-whole +trimmed):\n%s", round, diff)
 				}
-				tp := decide.PlanTarget(c.svs, full)
+				tp := decide.PlanTarget(c.svs, full, decide.Gate{})
 				for i := range c.svs {
-					whole, cached := decide.NewReport(c.svs[i], decide.WriteWarRule{}), decide.NewReport(c.svs[i], decide.WriteWarRule{})
+					whole, cached := decide.NewReport(c.svs[i], decide.WriteWarRule{}, ""), decide.NewReport(c.svs[i], decide.WriteWarRule{}, "")
 					whole.Found(1)
 					cached.Found(1)
 					whole.Add(full, tp.Outcomes[c.svs[i].Name])

@@ -198,23 +198,27 @@ func reduceContainer(c corev1.Container) corev1.Container {
 
 // ObservedFor is the part of Observed that belongs to one ScratchVolume.
 func ObservedFor(tmpl *corev1.PodTemplateSpec, scratchVolume string) Entries {
-	all := Observed(tmpl)
+	return Observed(tmpl).For(scratchVolume)
+}
+
+// For is the part of e that belongs to one ScratchVolume.
+func (e Entries) For(scratchVolume string) Entries {
 	sv := named(scratchVolume)
-	e := Entries{Annotations: map[string]string{}, Mounts: map[string][]corev1.VolumeMount{}}
+	out := Entries{Annotations: map[string]string{}, Mounts: map[string][]corev1.VolumeMount{}}
 	for _, k := range []string{sv.InjectionAnnotation(), sv.StateAnnotation()} {
-		if v, ok := all.Annotations[k]; ok {
-			e.Annotations[k] = v
+		if v, ok := e.Annotations[k]; ok {
+			out.Annotations[k] = v
 		}
 	}
 	mine := map[string]bool{sv.VolumeName(): true, sv.ConfigVolumeName(): true, sv.DiskVolumeName(): true}
-	e.Volumes = filter(all.Volumes, func(v corev1.Volume) bool { return mine[v.Name] })
-	e.InitContainers = filter(all.InitContainers, func(c corev1.Container) bool { return c.Name == sv.InitContainerName() })
-	for c, ms := range all.Mounts {
+	out.Volumes = filter(e.Volumes, func(v corev1.Volume) bool { return mine[v.Name] })
+	out.InitContainers = filter(e.InitContainers, func(c corev1.Container) bool { return c.Name == sv.InitContainerName() })
+	for c, ms := range e.Mounts {
 		if kept := filter(ms, func(m corev1.VolumeMount) bool { return mine[m.Name] }); len(kept) > 0 {
-			e.Mounts[c] = kept
+			out.Mounts[c] = kept
 		}
 	}
-	return e
+	return out
 }
 
 // WithAnnotations adds annotations (the state annotations of Overrides) to e.

@@ -117,6 +117,7 @@ func TestInstalledProduct(t *testing.T) {
 		{"memory-check-refuses-and-ignore-oom-kills", p.testMemoryCheck},
 		{"deletion-reverts", p.testRevert(m)},
 		{"manager-killed-mid-rollout", p.testManagerKilledMidRollout},
+		{"manager-upgrade-restarts-no-database", p.testUpgrade(e)},
 		{"mysql-9.7-and-mariadb-11.8", p.testServers(servers)},
 	}
 	ranAll := true
@@ -206,17 +207,20 @@ patches:
         value: Never
   - target: {group: apps, kind: DaemonSet, name: %s}
     patch: *never
-`
+%s`
 
 // install applies config/default through the overlay with kubectl, as the install guide says.
-func (p *product) install(ctx context.Context, t *testing.T, e env) {
+func (p *product) install(ctx context.Context, t *testing.T, e env) { p.installWith(ctx, t, e, "") }
+
+// installWith is install with more of the overlay: an images list, as an upgrade changes it.
+func (p *product) installWith(ctx context.Context, t *testing.T, e env, more string) {
 	t.Helper()
 	dir := t.TempDir()
 	base, err := filepath.Rel(dir, filepath.Join(e.root, "config", "default"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	overlay := fmt.Sprintf(localImagesOverlay, base, managerName, agentName)
+	overlay := fmt.Sprintf(localImagesOverlay, base, managerName, agentName, more)
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,385 @@
+package decide
+
+// This file decides whether a change of what a target carries may be written now: a change the
+// user made (an edit of the ScratchVolume or of the StatefulSet) is, and so is a fresh injection,
+// but a change nobody wrote (a new release of the manager renders the configuration differently,
+// a default changed) restarts the database pods by surprise, and waits for approval or a
+// maintenance window.
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/inject"
+)
+
+// Gate is what the decision on a change nobody wrote reads besides the objects.
+type Gate struct {
+	// Now is the time the decision is made at.
+	Now time.Time
+	// Version is the manager's version, recorded with what it writes.
+	Version string
+	// Windows are the manager's default maintenance windows, for a ScratchVolume without its own.
+	Windows []v1alpha1.MaintenanceWindow
+	// DropIn returns the data of the drop-in ConfigMap a ScratchVolume has for a StatefulSet, nil
+	// when there is none; nil itself when there is no way to read it.
+	DropIn func(sv *v1alpha1.ScratchVolume, sts string) map[string]string
+}
+
+// Waiting is a change held back by the gate: the plan it would write, and the status that reports it.
+type Waiting struct {
+	Plan   *inject.Plan
+	Change *v1alpha1.PendingChange
+	// Reason is AwaitingApproval or AwaitingMaintenanceWindow.
+	Reason string
+}
+
+// Applying explains why a change nobody wrote is written now, for its Event; empty for a change
+// the user made.
+type Applying string
+
+// TemplateHash is a short hash of sts's pod template as its owner wrote it, without the
+// controller's entries: a change of it is an edit of the StatefulSet, which rolls the pods anyway.
+func TemplateHash(sts *appsv1.StatefulSet) string {
+	raw, _ := json.Marshal(inject.Strip(sts.Spec.Template)) // a pod template always marshals
+	return shortHash(raw)
+}
+
+func shortHash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:12]
+}
+
+// applied is the record of what sv's configuration on target was rendered from, read from the
+// status. A status written by a release that kept no record stands for the generation it had
+// observed, when its hash is the one on the StatefulSet. Nil when nothing is known.
+func applied(sv *v1alpha1.ScratchVolume, target, carried string) *v1alpha1.AppliedConfig {
+	for _, t := range sv.Status.Targets {
+		if t.Name != target {
+			continue
+		}
+		if t.Applied != nil {
+			return t.Applied
+		}
+		if t.ConfigHash == carried && sv.Status.ObservedGeneration > 0 {
+			return &v1alpha1.AppliedConfig{Generation: sv.Status.ObservedGeneration}
+		}
+	}
+	return nil
+}
+
+// gate decides, for each outcome with a plan that would change the configuration sts carries,
+// whether it is written now. One that waits loses its plan to o.Waiting and keeps what sts
+// carries, like a blocked one; the others are marked with why they are written.
+func gate(outcomes map[string]*Outcome, sts *appsv1.StatefulSet, g Gate) {
+	var th string
+	for _, o := range outcomes {
+		if o.Plan == nil {
+			continue
+		}
+		windows, own := g.Windows, false
+		if o.SV.Spec.Changes != nil && len(o.SV.Spec.Changes.MaintenanceWindows) > 0 {
+			windows, own = o.SV.Spec.Changes.MaintenanceWindows, true
+		}
+		st, err := Windows(windows, g.Now)
+		if err != nil && own {
+			// Admission checks all but the time zone's name, which only the time zone database knows.
+			_, injected := sts.Spec.Template.Annotations[o.SV.InjectionAnnotation()]
+			o.Problem, o.Kept, o.Plan = &inject.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: "spec.changes: " + err.Error()}, injected, nil
+			continue
+		}
+		carried, had := sts.Spec.Template.Annotations[o.SV.InjectionAnnotation()]
+		if th == "" {
+			th = TemplateHash(sts)
+		}
+		o.TemplateHash = th
+		if !had || carried == o.Hash {
+			continue // a fresh injection, or nothing to change
+		}
+		rec := applied(o.SV, sts.Name, carried)
+		if rec != nil && userEdited(rec, o.SV, th) {
+			continue // the user edited the ScratchVolume or the StatefulSet since
+		}
+		change := describe(o, sts, rec, g)
+		if why := urgent(o, sts.Name); why != "" {
+			o.Applying = Applying(why)
+			continue
+		}
+		if approved(o.SV, change.ID) {
+			o.Applying = Applying(fmt.Sprintf("approved with %s=%s", v1alpha1.ApproveChangeAnnotation, change.ID))
+			continue
+		}
+		if st.Open {
+			o.Applying = Applying("in the maintenance window " + DescribeWindows(windows))
+			continue
+		}
+		reason := v1alpha1.ReasonAwaitingApproval
+		if !st.Next.IsZero() {
+			reason = v1alpha1.ReasonAwaitingWindow
+			change.NextWindow = &metav1.Time{Time: st.Next}
+		}
+		o.Waiting = &Waiting{Plan: o.Plan, Change: change, Reason: reason}
+		o.Plan, o.Kept = nil, true
+	}
+}
+
+// userEdited reports whether the user changed what sv's configuration on a target is rendered
+// from since rec was recorded: the ScratchVolume's spec, but spec.changes, or the StatefulSet's own
+// pod template (th). The spec counts as edited when its generation moved and, where rec has its
+// hash, the hash moved too: a default the API server fills in moves the hash alone, an edit of
+// spec.changes the generation alone.
+func userEdited(rec *v1alpha1.AppliedConfig, sv *v1alpha1.ScratchVolume, th string) bool {
+	if rec.TemplateHash != "" && rec.TemplateHash != th {
+		return true
+	}
+	return rec.Generation != sv.Generation && (rec.SpecHash == "" || rec.SpecHash != SpecHash(sv))
+}
+
+// SpecHash is a short hash of sv's spec but spec.changes.
+func SpecHash(sv *v1alpha1.ScratchVolume) string {
+	spec := sv.Spec
+	spec.Changes = nil
+	raw, _ := json.Marshal(spec) // a spec always marshals
+	return shortHash(raw)
+}
+
+// approved reports whether sv's approval annotation names id.
+func approved(sv *v1alpha1.ScratchVolume, id string) bool {
+	for _, a := range strings.Split(sv.Annotations[v1alpha1.ApproveChangeAnnotation], ",") {
+		if strings.TrimSpace(a) == id {
+			return true
+		}
+	}
+	return false
+}
+
+// urgent says why o's change must be written at once although nobody asked for it: it moves a
+// kind of data that must survive a restart from the RAM volume to disk, where the configuration
+// carried now (as the status recorded it) puts it on the RAM volume. Empty when it does not.
+func urgent(o *Outcome, target string) string {
+	var was []v1alpha1.TempLocation
+	for _, t := range o.SV.Status.Targets {
+		if t.Name == target {
+			was = t.TempLocations
+		}
+	}
+	var moved []string
+	for _, l := range o.Plan.Locations {
+		if l.Medium != v1alpha1.TempMediumDisk {
+			continue
+		}
+		for _, w := range was {
+			if w.Data == l.Data && w.Medium == v1alpha1.TempMediumMemory {
+				moved = append(moved, string(l.Data))
+			}
+		}
+	}
+	if len(moved) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("written without waiting for approval: it moves %s from the RAM volume to disk, where a restart cannot lose it",
+		strings.Join(moved, ", "))
+}
+
+// describe is the pending change o's plan makes to sts: what it changes, why, and its ID.
+func describe(o *Outcome, sts *appsv1.StatefulSet, rec *v1alpha1.AppliedConfig, g Gate) *v1alpha1.PendingChange {
+	before := inject.Observed(&sts.Spec.Template).For(o.SV.Name)
+	after := withoutHash(inject.Desired([]*inject.Plan{o.Plan}).WithAnnotations(statesFor(o, sts)), o.SV)
+	changes := entryChanges(withoutHash(before, o.SV), after)
+	if o.Plan.ConfigVolume != nil {
+		var data map[string]string
+		if g.DropIn != nil {
+			data = g.DropIn(o.SV, sts.Name)
+		}
+		changes = append(changes, lineChanges("drop-in "+o.Plan.ConfigKey, data[o.Plan.ConfigKey], o.Plan.ConfigData)...)
+	}
+	if len(changes) > 32 {
+		changes = append(changes[:31], fmt.Sprintf("… and %d more", len(changes)-31))
+	}
+	c := &v1alpha1.PendingChange{ConfigHash: o.Hash, WantedBy: g.Version, Changes: changes, Since: metav1.Time{Time: g.Now}}
+	switch {
+	case rec == nil:
+		c.Reason = "the status keeps no record of what the configuration on the StatefulSet was rendered from"
+	case rec.Version == "":
+		c.Reason = fmt.Sprintf("manager %s renders the configuration differently from the earlier release that wrote it", g.Version)
+	case rec.Version != g.Version:
+		c.Reason = fmt.Sprintf("manager %s renders the configuration differently from manager %s, which wrote it", g.Version, rec.Version)
+	default:
+		c.Reason = fmt.Sprintf("manager %s renders the configuration differently than when it wrote it: a default or a flag of the manager changed", g.Version)
+	}
+	c.ID = shortHash([]byte(g.Version + "\n" + strings.Join(changes, "\n")))[:10]
+	for _, t := range o.SV.Status.Targets {
+		if t.Name == sts.Name && t.PendingChange != nil && t.PendingChange.ID == c.ID {
+			c.Since = t.PendingChange.Since
+		}
+	}
+	return c
+}
+
+// statesFor is the state annotation o's plan would leave on sts, when it changes a container.
+func statesFor(o *Outcome, sts *appsv1.StatefulSet) map[string]string {
+	user := inject.Strip(sts.Spec.Template)
+	_, states := inject.Overrides(&user, &sts.Spec.Template, []*inject.Plan{o.Plan}, nil)
+	out := map[string]string{}
+	if v, ok := states[o.SV.StateAnnotation()]; ok {
+		out[o.SV.StateAnnotation()] = v
+	}
+	return out
+}
+
+func withoutHash(e inject.Entries, sv *v1alpha1.ScratchVolume) inject.Entries {
+	out := e
+	out.Annotations = map[string]string{}
+	for k, v := range e.Annotations {
+		if k != sv.InjectionAnnotation() {
+			out.Annotations[k] = v
+		}
+	}
+	return out
+}
+
+// entryChanges lists how the entries after differ from before, field by field.
+func entryChanges(before, after inject.Entries) []string {
+	var out []string
+	keyed := func(kind string, b, a map[string]any) {
+		for _, k := range sortedUnion(b, a) {
+			out = append(out, fieldChanges(kind+" "+k, b[k], a[k])...)
+		}
+	}
+	vols := func(e inject.Entries) map[string]any {
+		m := map[string]any{}
+		for _, v := range e.Volumes {
+			m[v.Name] = v
+		}
+		return m
+	}
+	inits := func(e inject.Entries) map[string]any {
+		m := map[string]any{}
+		for _, c := range e.InitContainers {
+			m[c.Name] = c
+		}
+		return m
+	}
+	mounts := func(e inject.Entries) map[string]any {
+		m := map[string]any{}
+		for c, ms := range e.Mounts {
+			for _, mt := range ms {
+				m[mt.MountPath+" in container "+c] = mt
+			}
+		}
+		return m
+	}
+	annotations := func(e inject.Entries) map[string]any {
+		m := map[string]any{}
+		for k, v := range e.Annotations {
+			var parsed any
+			if json.Unmarshal([]byte(v), &parsed) == nil {
+				m[k] = parsed
+			} else {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	keyed("volume", vols(before), vols(after))
+	keyed("init container", inits(before), inits(after))
+	keyed("mount", mounts(before), mounts(after))
+	keyed("annotation", annotations(before), annotations(after))
+	return out
+}
+
+// fieldChanges lists the leaves of two JSON values that differ, as "what field: old → new".
+func fieldChanges(what string, before, after any) []string {
+	b, a := flatten(before), flatten(after)
+	switch {
+	case before == nil && after == nil:
+		return nil
+	case before == nil:
+		return []string{what + ": added"}
+	case after == nil:
+		return []string{what + ": removed"}
+	}
+	var out []string
+	for _, k := range sortedUnion(b, a) {
+		if b[k] == a[k] {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: %s %s → %s", what, k, orNone(b[k]), orNone(a[k])))
+	}
+	return out
+}
+
+func orNone(s any) string {
+	if s == nil {
+		return "(none)"
+	}
+	return fmt.Sprint(s)
+}
+
+// flatten maps each leaf of v's JSON form to its dotted path.
+func flatten(v any) map[string]any {
+	raw, _ := json.Marshal(v) // entries always marshal
+	var tree any
+	_ = json.Unmarshal(raw, &tree)
+	out := map[string]any{}
+	var walk func(prefix string, n any)
+	walk = func(prefix string, n any) {
+		switch n := n.(type) {
+		case map[string]any:
+			for k, c := range n {
+				walk(strings.TrimPrefix(prefix+"."+k, "."), c)
+			}
+		case []any:
+			for i, c := range n {
+				walk(fmt.Sprintf("%s[%d]", prefix, i), c)
+			}
+		default:
+			out[prefix] = fmt.Sprint(n)
+		}
+	}
+	walk("", tree)
+	return out
+}
+
+// lineChanges lists the lines of a file that a change removes and adds.
+func lineChanges(what, before, after string) []string {
+	b, a := strings.Split(strings.TrimSpace(before), "\n"), strings.Split(strings.TrimSpace(after), "\n")
+	var out []string
+	for _, l := range b {
+		if l != "" && !slices.Contains(a, l) {
+			out = append(out, fmt.Sprintf("%s: - %s", what, l))
+		}
+	}
+	for _, l := range a {
+		if l != "" && !slices.Contains(b, l) {
+			out = append(out, fmt.Sprintf("%s: + %s", what, l))
+		}
+	}
+	return out
+}
+
+func sortedUnion[V any](a, b map[string]V) []string {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	out := make([]string, 0, len(keys))
+	for k := range keys {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
