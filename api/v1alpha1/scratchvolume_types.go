@@ -433,7 +433,8 @@ type MaintenanceWindow struct {
 	//
 	// +required
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+h)?([0-9]+m)?$') && self != '' && duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="duration must be whole hours and minutes from 1m to 24h, such as 90m or 2h"
+	// +kubebuilder:validation:MaxLength=12
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+h)?([0-9]+m)?(0+s)?$') && self.matches('[0-9]+[hm]') && duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="duration must be whole hours and minutes from 1m to 24h, such as 90m or 2h"
 	Duration metav1.Duration `json:"duration"`
 
 	// TimeZone is the IANA time zone Start and Days are in, such as Europe/Berlin. Default: UTC.

@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -40,6 +39,9 @@ type Gate struct {
 type Waiting struct {
 	Plan   *inject.Plan
 	Change *v1alpha1.PendingChange
+	// Applied is the record of what the configuration the target keeps was rendered from, as
+	// complete as it can be: from now on, an edit of the spec or the template is told apart.
+	Applied *v1alpha1.AppliedConfig
 	// Reason is AwaitingApproval or AwaitingMaintenanceWindow.
 	Reason string
 }
@@ -128,7 +130,7 @@ func gate(outcomes map[string]*Outcome, sts *appsv1.StatefulSet, g Gate) {
 			reason = v1alpha1.ReasonAwaitingWindow
 			change.NextWindow = &metav1.Time{Time: st.Next}
 		}
-		o.Waiting = &Waiting{Plan: o.Plan, Change: change, Reason: reason}
+		o.Waiting = &Waiting{Plan: o.Plan, Change: change, Reason: reason, Applied: completed(rec, o.SV, th)}
 		o.Plan, o.Kept = nil, true
 	}
 }
@@ -151,6 +153,23 @@ func SpecHash(sv *v1alpha1.ScratchVolume) string {
 	spec.Changes = nil
 	raw, _ := json.Marshal(spec) // a spec always marshals
 	return shortHash(raw)
+}
+
+// completed is rec with what a record an earlier release wrote lacks, or one record, when there is
+// none: the change waits, so nobody edited the spec since rec (the generation is the same) nor the
+// template, as far as is known; their hashes now are those the kept configuration stands for.
+func completed(rec *v1alpha1.AppliedConfig, sv *v1alpha1.ScratchVolume, th string) *v1alpha1.AppliedConfig {
+	out := &v1alpha1.AppliedConfig{Generation: sv.Generation}
+	if rec != nil {
+		out = rec.DeepCopy()
+	}
+	if out.SpecHash == "" {
+		out.SpecHash = SpecHash(sv)
+	}
+	if out.TemplateHash == "" {
+		out.TemplateHash = th
+	}
+	return out
 }
 
 // approved reports whether sv's approval annotation names id.
@@ -351,18 +370,54 @@ func flatten(v any) map[string]any {
 	return out
 }
 
-// lineChanges lists the lines of a file that a change removes and adds.
+// lineChanges lists the lines of an option file that a change removes and adds, in order, each
+// named with its [section]: the same line may stand in several sections.
 func lineChanges(what, before, after string) []string {
-	b, a := strings.Split(strings.TrimSpace(before), "\n"), strings.Split(strings.TrimSpace(after), "\n")
-	var out []string
-	for _, l := range b {
-		if l != "" && !slices.Contains(a, l) {
-			out = append(out, fmt.Sprintf("%s: - %s", what, l))
+	b, a := sectioned(before), sectioned(after)
+	// The longest common subsequence of two files of a few dozen lines.
+	lcs := make([][]int, len(b)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(a)+1)
+	}
+	for i := len(b) - 1; i >= 0; i-- {
+		for j := len(a) - 1; j >= 0; j-- {
+			if b[i] == a[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
 		}
 	}
-	for _, l := range a {
-		if l != "" && !slices.Contains(b, l) {
-			out = append(out, fmt.Sprintf("%s: + %s", what, l))
+	var out []string
+	i, j := 0, 0
+	for i < len(b) || j < len(a) {
+		switch {
+		case i < len(b) && j < len(a) && b[i] == a[j]:
+			i, j = i+1, j+1
+		case j < len(a) && (i == len(b) || lcs[i][j+1] >= lcs[i+1][j]):
+			out = append(out, fmt.Sprintf("%s: + %s", what, a[j]))
+			j++
+		default:
+			out = append(out, fmt.Sprintf("%s: - %s", what, b[i]))
+			i++
+		}
+	}
+	return out
+}
+
+// sectioned are the option lines of a file, comments and blank lines left out, each prefixed with
+// the [section] it is in.
+func sectioned(file string) []string {
+	var out []string
+	section := ""
+	for _, l := range strings.Split(file, "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case l == "" || strings.HasPrefix(l, "#"):
+		case strings.HasPrefix(l, "["):
+			section = l + " "
+		default:
+			out = append(out, section+l)
 		}
 	}
 	return out

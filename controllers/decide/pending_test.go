@@ -275,3 +275,16 @@ func TestUnknownTimeZoneIsInvalidSpec(t *testing.T) {
 		t.Errorf("an unknown time zone blocks the ScratchVolume, keeping what the StatefulSet carries: %+v", o)
 	}
 }
+
+func TestLineChangesNameTheSection(t *testing.T) {
+	before := "# comment\n[mysqld]\ntmpdir = /a\n\n[sst]\ntmpdir = /b\n"
+	after := "# other comment\n[mysqld]\ntmpdir = /a\ninnodb_temp_tablespaces_dir = /a/t\n[sst]\ntmpdir = /b\n[xtrabackup]\ntmpdir = /b\n"
+	got := lineChanges("drop-in f", before, after)
+	want := []string{"drop-in f: + [mysqld] innodb_temp_tablespaces_dir = /a/t", "drop-in f: + [xtrabackup] tmpdir = /b"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := lineChanges("f", after, before); len(got) != 2 || !strings.HasPrefix(got[0], "f: - ") {
+		t.Errorf("removals: %q", got)
+	}
+}

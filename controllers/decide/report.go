@@ -45,7 +45,7 @@ type Report struct {
 	// version is the manager's, recorded with what is applied, and specHash the ScratchVolume's
 	// (SpecHash), computed once.
 	version, specHash string
-	placed  []placedTarget // where each injected target's temporary data goes
+	placed            []placedTarget // where each injected target's temporary data goes
 	// denials counts the targets whose change admission control refused.
 	denials int
 	// wake is when a target's write-war guard needs the next reconcile; zero when none does.
@@ -138,9 +138,9 @@ func (rep *Report) WriteFailed(sts *appsv1.StatefulSet, err error) string {
 func (rep *Report) waiting(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.ScratchTargetStatus) {
 	w := o.Waiting
 	carried := sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
-	ts.Injected, ts.ConfigHash, ts.Container, ts.PendingChange = true, carried, w.Plan.Container, w.Change
+	ts.Injected, ts.ConfigHash, ts.Container, ts.PendingChange, ts.Applied = true, carried, w.Plan.Container, w.Change, w.Applied
 	if last := rep.last(sts.Name); last != nil {
-		ts.Flavor, ts.Version, ts.Injection, ts.TempLocations, ts.Applied = last.Flavor, last.Version, last.Injection, last.TempLocations, last.Applied
+		ts.Flavor, ts.Version, ts.Injection, ts.TempLocations = last.Flavor, last.Version, last.Injection, last.TempLocations
 	}
 	// The drop-in the carried configuration mounts stays.
 	rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
@@ -198,8 +198,10 @@ func (rep *Report) injected(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.Sc
 		rep.specHash = SpecHash(rep.sv)
 	}
 	ts.Applied = &v1alpha1.AppliedConfig{Generation: rep.sv.Generation, SpecHash: rep.specHash, TemplateHash: o.TemplateHash, Version: rep.version}
-	if last := rep.last(sts.Name); o.TemplateHash == "" && last != nil && last.Applied != nil {
-		ts.Applied.TemplateHash = last.Applied.TemplateHash
+	if o.TemplateHash == "" {
+		if last := rep.last(sts.Name); last != nil && last.Applied != nil {
+			ts.Applied.TemplateHash = last.Applied.TemplateHash
+		}
 	}
 	if o.Container != nil {
 		rep.containers[sts.Name] = o.Container

@@ -21,11 +21,14 @@ import (
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
-var record = flag.String("record", "", "record the fleet as this build leaves it under testdata/<name>, for the upgrade tests of later builds")
+var (
+	record        = flag.String("record", "", "record the fleet as this build leaves it under testdata/<name>, for the upgrade tests of later builds; name it so that releases sort oldest first")
+	recordVersion = flag.String("record-version", "dev", "the version of the release recorded")
+)
 
 // TestRecordRelease records a release: run on the release's commit,
 //
-//	go test ./test/upgrade -run TestRecordRelease -record <version>
+//	go test ./test/upgrade -run TestRecordRelease -args -record <date>-<version> -record-version <version>
 //
 // it lets this build's controller tune the fleet on a fresh API server, plays the StatefulSet
 // controller until every ScratchVolume is Ready, and saves what the API server then stores.
@@ -59,7 +62,7 @@ func TestRecordRelease(t *testing.T) {
 	}
 
 	rel := &release{}
-	rel.About.Version = *record
+	rel.About.Version = *recordVersion
 	rel.About.Revision = revision(t)
 	rel.About.Recorded = time.Now().UTC().Format(time.DateOnly)
 	var stsList appsv1.StatefulSetList

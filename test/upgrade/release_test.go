@@ -15,14 +15,18 @@ import (
 	"sync"
 	"testing"
 
+	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
@@ -153,15 +157,20 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	return t.rt.RoundTrip(req)
 }
 
+var logOnce sync.Once
+
 // runManager runs the manager's ScratchVolume controller as the binary sets it up, its writes
 // counted, until ctx ends; it returns a function that waits for it to stop.
 func runManager(ctx context.Context, t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, c *writeCounter, setup func(*controllers.ScratchVolumeReconciler)) func() {
 	t.Helper()
+	logOnce.Do(func() { ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel))) })
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{rt: rt, c: c} })
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Cache: controllers.CacheOptions(nil),
+		// Each test runs a manager of its own against its own API server.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		t.Fatalf("failed to create the manager: %v", err)
