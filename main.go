@@ -13,6 +13,7 @@ import (
 	_ "time/tzdata"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -54,6 +55,9 @@ type options struct {
 	showVersion bool
 	// windows are the default maintenance windows (--maintenance-window, repeatable).
 	windows []v1alpha1.MaintenanceWindow
+	// maxInFlight and progressDeadline pace the rollouts of the ScratchVolumes that do not.
+	maxInFlight      intstr.IntOrString
+	progressDeadline time.Duration
 }
 
 func main() {
@@ -86,6 +90,16 @@ func bindFlags(fs *flag.FlagSet, opts *options) {
 	fs.Float64Var(&opts.qps, "kube-api-qps", 0, "Client-side limit of the manager's requests per second to the API server; 0 sets none and leaves queuing to the server's API Priority and Fairness.")
 	fs.IntVar(&opts.burst, "kube-api-burst", 0, "Requests the manager may send at once above --kube-api-qps; 0 means twice the QPS. Ignored when --kube-api-qps is 0.")
 	fs.BoolVar(&opts.showVersion, "version", false, "Print the version and exit.")
+	opts.maxInFlight = intstr.FromString("25%")
+	fs.Func("max-in-flight", "How many of a ScratchVolume's target StatefulSets may roll out at once, when its spec.rollout.maxInFlight says nothing: "+
+		"a count (3) or a share of its targets (25%, rounded up). The next ones are changed once fewer are rolling out or not ready. (default 25%)",
+		func(s string) error {
+			v, err := controllers.ParseMaxInFlight(s)
+			opts.maxInFlight = v
+			return err
+		})
+	fs.DurationVar(&opts.progressDeadline, "progress-deadline", 10*time.Minute,
+		"How long a target StatefulSet may take to roll out with all pods ready before a ScratchVolume's rollout stops, when its spec.rollout.progressDeadline says nothing.")
 	fs.Func("maintenance-window", "A default maintenance window, \"[DAYS ]HH:MM+DURATION[ TIMEZONE]\" such as \"Sat,Sun 02:00+3h Europe/Berlin\": "+
 		"a change nobody wrote in a ScratchVolume (a new release renders its configuration differently) is applied then, unless the "+
 		"ScratchVolume declares its own spec.changes.maintenanceWindows. Repeat the flag for several windows; without one, such changes wait for approval.",
@@ -99,6 +113,9 @@ func bindFlags(fs *flag.FlagSet, opts *options) {
 func run(ctx context.Context, opts options) error {
 	if opts.concurrency < 1 {
 		return fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", opts.concurrency)
+	}
+	if opts.progressDeadline <= 0 {
+		return fmt.Errorf("--progress-deadline must be positive, got %s", opts.progressDeadline)
 	}
 	if opts.syncPeriod < 0 {
 		return fmt.Errorf("--sync-period must not be negative, got %s", opts.syncPeriod)
@@ -131,6 +148,8 @@ func run(ctx context.Context, opts options) error {
 		MaxConcurrentReconciles: opts.concurrency,
 		Version:                 version,
 		MaintenanceWindows:      opts.windows,
+		MaxInFlight:             opts.maxInFlight,
+		ProgressDeadline:        opts.progressDeadline,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("failed to set up the ScratchVolume controller: %w", err)

@@ -75,3 +75,9 @@ func staleWrite(err error) bool {
 	return strings.Contains(s.Message, "testing value") ||
 		strings.HasPrefix(s.Message, "the server rejected our request due to an error in our request")
 }
+
+// errRevertsWaiting says a reconcile left reverts for later: they wait for the targets in flight.
+var errRevertsWaiting = errors.New("reverts wait for the StatefulSets in flight")
+
+// errMaxInFlight is the manager's refusal of a --max-in-flight it cannot read.
+var errMaxInFlight = errors.New("--max-in-flight must be a count of at least 1 or a share from 1% to 100%, such as 25%")

@@ -6,22 +6,31 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/decide"
 )
 
-// finalize removes the ScratchVolume from every StatefulSet that carries it, then lets it go.
+// finalize removes the ScratchVolume from every StatefulSet that carries it, paced like any
+// rollout, then lets it go; errRevertsWaiting says some StatefulSets still wait for their turn.
 func (r *ScratchVolumeReconciler) finalize(ctx context.Context, sv *v1alpha1.ScratchVolume) error {
 	if !controllerutil.ContainsFinalizer(sv, v1alpha1.ScratchVolumeFinalizer) {
 		return nil
 	}
-	if err := r.revertDropped(ctx, sv, nil); err != nil {
+	injected, err := r.injectedBy(ctx, sv)
+	if err != nil {
 		return err
 	}
+	pacing := decide.Pace(sv, append(injected, r.stillRolling(ctx, sv)...), r.written.Behind, r.rolloutDefaults(), time.Now())
+	if err := r.revertDropped(ctx, sv, nil, newBudget(pacing)); err != nil {
+		return err
+	}
+	r.forgetReverted(client.ObjectKeyFromObject(sv))
 	if err := r.pruneConfigMaps(ctx, sv, nil); err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -54,6 +55,12 @@ type ScratchVolumeReconciler struct {
 	// MaintenanceWindows are when a change nobody wrote is applied without approval, for the
 	// ScratchVolumes that declare no windows of their own; none by default.
 	MaintenanceWindows []v1alpha1.MaintenanceWindow
+	// MaxInFlight is how many of a ScratchVolume's targets may roll out at once when it sets no
+	// spec.rollout.maxInFlight: a count or a share; the zero value sets no limit.
+	MaxInFlight intstr.IntOrString
+	// ProgressDeadline is how long a target may stay in flight when the ScratchVolume sets no
+	// spec.rollout.progressDeadline (default decide.DefaultProgressDeadline).
+	ProgressDeadline time.Duration
 
 	// statefulSets and scratchVolumes are the cache's indexers of those kinds, when it gives them
 	// (statefulSetIndexer, scratchVolumeIndexer).
@@ -69,6 +76,8 @@ type ScratchVolumeReconciler struct {
 	// decisions holds each target's last decision that needed no write, for the syncs that follow
 	// with the same inputs.
 	decisions fleetcache.Decisions
+	// reverted are the StatefulSets each ScratchVolume reverted that may still roll out.
+	reverted reverting
 }
 
 func (r *ScratchVolumeReconciler) version() string {
@@ -116,7 +125,16 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	// lists every target of a selector, stays the cache's, read only: a new one replaces it whole.
 	sv.ObjectMeta, sv.Spec = *sv.ObjectMeta.DeepCopy(), *sv.Spec.DeepCopy()
 	if !sv.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, sv)
+		switch err := r.finalize(ctx, sv); {
+		case errors.Is(err, errRevertsWaiting):
+			return ctrl.Result{RequeueAfter: revertRetry}, nil
+		case staleWrite(err):
+			// As for a sync below: the retry reads again.
+			log.FromContext(ctx).V(1).Info("Retrying the revert of a StatefulSet that changed under a write", "reason", err.Error())
+			return ctrl.Result{RequeueAfter: staleWriteRetry}, nil
+		default:
+			return ctrl.Result{}, err
+		}
 	}
 	if err := r.ensureFinalizer(ctx, sv); err != nil {
 		return ctrl.Result{}, err
@@ -154,16 +172,26 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 	report.Found(len(targets))
-	if err := r.syncTargets(ctx, sv, targets, report); err != nil {
+	pacing := decide.Pace(sv, append(targets, r.stillRolling(ctx, sv)...), r.written.Behind, r.rolloutDefaults(), time.Now())
+	report.Paced(pacing)
+	slots := newBudget(pacing)
+	if err := r.syncTargets(ctx, sv, targets, report, slots); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.revertDropped(ctx, sv, targets); err != nil {
+	revertsWaiting := false
+	if err := r.revertDropped(ctx, sv, targets, slots); errors.Is(err, errRevertsWaiting) {
+		revertsWaiting = true
+	} else if err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.pruneConfigMaps(ctx, sv, report.ConfigMaps()); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: report.RetryAfter(time.Now())}, nil
+	after := report.RetryAfter(time.Now())
+	if revertsWaiting && (after == 0 || after > revertRetry) {
+		after = revertRetry
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
 }
 
 // SetupWithManager registers the controller: ScratchVolumes, the StatefulSets they select (mapped

@@ -22,6 +22,9 @@ import (
 // writeWarWindow is the test manager's write-war window (10 minutes in the product).
 const writeWarWindow = 6 * time.Second
 
+// progressDeadline is the test manager's default progress deadline (10 minutes in the product).
+const progressDeadline = 8 * time.Second
+
 var (
 	env *testenv.Env
 	// writes counts the controller's StatefulSet writes per namespace/name.
@@ -70,6 +73,9 @@ func runManager(e *testenv.Env) error {
 		MaxConcurrentReconciles: 4,
 		// The default rule with a window short enough for a test to see a fight end.
 		WriteWar: controllers.WriteWarRule{Restores: controllers.DefaultWriteWarRestores, Window: writeWarWindow},
+		// No pacing but where a ScratchVolume asks for it (envtest runs no StatefulSet controller,
+		// so nothing ever rolls out by itself), with a deadline short enough to see a rollout stop.
+		ProgressDeadline: progressDeadline,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return err

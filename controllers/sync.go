@@ -31,7 +31,7 @@ import (
 // it has workers: all reconciles together never have more syncs in flight than workers, as when
 // each reconcile synced its targets one after the other, but when fewer ScratchVolumes than
 // workers are left to reconcile, their targets use the idle slots instead of leaving them idle.
-func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.ScratchVolume, targets []*appsv1.StatefulSet, report *decide.Report) error {
+func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.ScratchVolume, targets []*appsv1.StatefulSet, report *decide.Report, slots *budget) error {
 	type synced struct {
 		out map[string]*decide.Outcome
 		err error
@@ -52,7 +52,7 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 		}
 		wg.Go(func() {
 			defer release()
-			out, err := r.syncStatefulSet(ctx, targets[i], sel, events)
+			out, err := r.syncStatefulSet(ctx, targets[i], sel, events, slots)
 			results[i] = synced{out, err}
 		})
 	}
@@ -106,8 +106,9 @@ func (r *ScratchVolumeReconciler) acquireSlot(ctx context.Context) (release func
 }
 
 // revertDropped re-syncs every StatefulSet that still carries sv but is not among keep, which removes
-// sv's entries from it (sv no longer selects it, or sv is being deleted).
-func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha1.ScratchVolume, keep []*appsv1.StatefulSet) error {
+// sv's entries from it (sv no longer selects it, or sv is being deleted), as far as slots allow:
+// errRevertsWaiting says some wait for the targets in flight.
+func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha1.ScratchVolume, keep []*appsv1.StatefulSet, slots *budget) error {
 	injected, err := r.injectedBy(ctx, sv)
 	if err != nil {
 		return err
@@ -122,15 +123,21 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 	}
 	events := r.changeEvents()
 	defer events.record()
+	waiting := false
 	for _, sts := range injected {
 		if kept[sts.Name] {
+			continue
+		}
+		if !slots.take(sts) {
+			waiting = true
 			continue
 		}
 		release, err := r.acquireSlot(ctx)
 		if err != nil {
 			return err
 		}
-		out, err := r.syncStatefulSet(ctx, sts, sel, events)
+		// Taken above: the revert is the one write of this sync that starts a rollout.
+		out, err := r.syncStatefulSet(ctx, sts, sel, events, nil)
 		release()
 		if err != nil {
 			return err
@@ -138,7 +145,11 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 		if out == nil {
 			continue // deleted meanwhile: nothing was reverted
 		}
+		r.reverted.add(client.ObjectKeyFromObject(sv), sts.Name)
 		events.add(sts, decide.Reverted(sv, sts))
+	}
+	if waiting {
+		return errRevertsWaiting
 	}
 	return nil
 }
@@ -150,7 +161,7 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 // (selectorsIn). sts is the cache's trimmed object (fleetcache.TrimStatefulSet): a decision
 // remembered for its generation is reused as it is, and anything else is planned on the whole
 // StatefulSet, read from the API server (readWhole). The changes written are added to events.
-func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, sel selectors, events *changeEvents) (map[string]*decide.Outcome, error) {
+func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, sel selectors, events *changeEvents, slots *budget) (map[string]*decide.Outcome, error) {
 	if r.written.Behind(sts) {
 		return nil, fmt.Errorf("StatefulSet %s/%s at generation %d: %w", sts.Namespace, sts.Name, sts.Generation, errCacheBehind)
 	}
@@ -183,17 +194,23 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 		return r.settle(ctx, live, svs, fleetcache.SettledOutcomes(tp.Outcomes))
 	}
 	r.decisions.Forget(key)
-	return r.writePlan(ctx, sts, live, svs, tp, events)
+	return r.writePlan(ctx, sts, live, svs, tp, events, slots)
 }
 
 // writePlan writes tp, which live (the whole object sts, the cache's, stands for) does not carry
 // yet, unless the write-war rule holds it off, and remembers what the write leaves.
 func (r *ScratchVolumeReconciler) writePlan(ctx context.Context, sts, live *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume,
-	tp decide.TargetPlan, events *changeEvents) (map[string]*decide.Outcome, error) {
+	tp decide.TargetPlan, events *changeEvents, slots *budget) (map[string]*decide.Outcome, error) {
 	key := client.ObjectKeyFromObject(sts)
 	rule, now := r.WriteWar.OrDefaults(), time.Now()
 	restored := decide.RestoredBy(tp.Outcomes, live, tp.Pending)
 	if len(restored) > 0 && r.holdOff(ctx, live, svs, tp.Outcomes, decide.ConfigKey(tp.Desired), restored) {
+		return fleetcache.SettledOutcomes(tp.Outcomes), nil
+	}
+	// A restore puts back what another writer removed, and an urgent change keeps data safe: both
+	// go ahead of the pacing, which holds back only the changes that start a rollout of their own.
+	if len(restored) == 0 && !decide.Urgent(tp.Outcomes) && !slots.take(live) {
+		decide.Queue(tp.Outcomes, live, slots.note)
 		return fleetcache.SettledOutcomes(tp.Outcomes), nil
 	}
 	if err := r.ensureConfigMaps(ctx, live, tp.Outcomes); err != nil {

@@ -224,12 +224,12 @@ func TestStatefulSetGoneBeforeItsPlanIsRead(t *testing.T) {
 		t.Fatalf("the ScratchVolume is not found as a selector: %+v", sel.items)
 	}
 	events := r.changeEvents()
-	out, err := r.syncStatefulSet(ctx, cached, sel, events)
+	out, err := r.syncStatefulSet(ctx, cached, sel, events, nil)
 	if err != nil || out != nil {
 		t.Errorf("the sync of a StatefulSet that is gone gave %v, %v; want nothing and no error", out, err)
 	}
 	events.record()
-	if err := r.revertDropped(ctx, &sv, nil); err != nil {
+	if err := r.revertDropped(ctx, &sv, nil, nil); err != nil {
 		t.Errorf("the revert of a StatefulSet that is gone failed: %v", err)
 	}
 	if writes != 0 || len(capture.events) != 0 {

@@ -114,6 +114,12 @@ const (
 	ReasonAwaitingWindow = "AwaitingMaintenanceWindow"
 	// ReasonNoPendingChanges: every target carries what the controller renders for it.
 	ReasonNoPendingChanges = "NoPendingChanges"
+	// ReasonWaitingForRolloutSlot: a target's change waits until fewer targets are in flight
+	// (spec.rollout.maxInFlight).
+	ReasonWaitingForRolloutSlot = "WaitingForRolloutSlot"
+	// ReasonRolloutStopped: a target stayed in flight past spec.rollout.progressDeadline, and no
+	// further target is changed until it is rolled out and ready.
+	ReasonRolloutStopped = "RolloutStopped"
 )
 
 // Reasons of a NodeIOProfile's Probed and Degraded conditions. Probed says whether the figures in

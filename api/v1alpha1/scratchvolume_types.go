@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -400,6 +401,36 @@ type ScratchVolumeSpec struct {
 	//
 	// +optional
 	Changes *ChangePolicy `json:"changes,omitempty"`
+
+	// Rollout says how fast a change reaches the StatefulSets: a few at a time, the next ones once
+	// those are rolled out and ready, so that a selector over a fleet never restarts every
+	// database in the same minutes. Reverting (deleting the ScratchVolume) is paced alike.
+	//
+	// +optional
+	Rollout *RolloutPolicy `json:"rollout,omitempty"`
+}
+
+// RolloutPolicy paces the writes of a ScratchVolume's changes across its target StatefulSets.
+type RolloutPolicy struct {
+	// MaxInFlight is how many target StatefulSets may be rolling out at once: a count (3) or a
+	// share of the targets (25%, rounded up). A StatefulSet is in flight while it is not rolled
+	// out or not all its pods are ready, whatever started its rollout; the controller changes
+	// another one only when fewer are. Default: the manager's --max-in-flight (25%).
+	//
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",message="spec.rollout.maxInFlight must be a count of at least 1 or a share from 1% to 100%, such as 25%"
+	MaxInFlight *intstr.IntOrString `json:"maxInFlight,omitempty"`
+
+	// ProgressDeadline is how long a target may stay in flight. One that takes longer stops the
+	// rollout: no further StatefulSet is changed until it is rolled out and ready, and RolledOut
+	// names it. From 1m to 24h, such as 10m. Default: the manager's --progress-deadline (10m).
+	//
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=12
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+h)?([0-9]+m)?(0+s)?$') && self.matches('[0-9]+[hm]') && duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="spec.rollout.progressDeadline must be whole hours and minutes from 1m to 24h, such as 10m"
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
 }
 
 // ChangePolicy says when changes the user did not write may be applied without approval.
@@ -544,6 +575,12 @@ type ScratchTargetStatus struct {
 	//
 	// +optional
 	Applied *AppliedConfig `json:"applied,omitempty"`
+
+	// InFlightSince is when the controller first found this StatefulSet in flight (not rolled out,
+	// or not all its pods ready); absent when it is not.
+	//
+	// +optional
+	InFlightSince *metav1.Time `json:"inFlightSince,omitempty"`
 
 	// PendingChange is a change of this StatefulSet's configuration that nobody wrote in the
 	// ScratchVolume or the StatefulSet, waiting for approval or a maintenance window. The

@@ -41,10 +41,18 @@ func (rep *Report) conditions() []metav1.Condition {
 	}
 	memory := rep.memoryCondition(c)
 	injected := rep.injectedCondition(c, append(append([]finding{}, blockers...), append(conflicts, rep.memoryBlocked()...)...))
-	rolled := c(v1alpha1.ConditionRolledOut, len(rep.rollout) == 0 && injected.Status == metav1.ConditionTrue, v1alpha1.ReasonRolledOut,
+	if injected.Status == metav1.ConditionTrue && len(rep.queued) > 0 {
+		injected = c(v1alpha1.ConditionInjected, false, v1alpha1.ReasonWaitingForRolloutSlot, fmt.Sprintf(
+			"%d of %d StatefulSet(s) carry the volume; the others wait for the targets in flight: %s", rep.targetsFound-len(rep.queued), rep.targetsFound, summarize(rep.queued)))
+	}
+	rollout := rep.rollout
+	if rep.pacing != nil && rep.pacing.Stopped != "" {
+		rollout = append([]finding{{rep.pacing.Stopped, v1alpha1.ReasonRolloutStopped, rep.pacing.stoppedMessage()}}, rollout...)
+	}
+	rolled := c(v1alpha1.ConditionRolledOut, len(rollout) == 0 && injected.Status == metav1.ConditionTrue, v1alpha1.ReasonRolledOut,
 		"every pod runs the injected template")
-	if len(rep.rollout) > 0 {
-		rolled.Reason, rolled.Message = rep.rollout[0].reason, summarize(rep.rollout)
+	if len(rollout) > 0 {
+		rolled.Reason, rolled.Message = rollout[0].reason, summarize(rollout)
 	} else if injected.Status != metav1.ConditionTrue {
 		rolled.Reason, rolled.Message = injected.Reason, "nothing to roll out until the injection succeeds"
 	}

@@ -114,7 +114,7 @@ func gate(outcomes map[string]*Outcome, sts *appsv1.StatefulSet, g Gate) {
 		}
 		change := describe(o, sts, rec, g)
 		if why := urgent(o, sts.Name); why != "" {
-			o.Applying = Applying(why)
+			o.Applying, o.Urgent = Applying(why), true
 			continue
 		}
 		if approved(o.SV, change.ID) {

@@ -43,6 +43,11 @@ type Outcome struct {
 	Waiting *Waiting
 	// Applying says why a change nobody wrote is written now; empty for a change the user made.
 	Applying Applying
+	// Urgent is set when the change keeps data safe: it is written at once, paced or not.
+	Urgent bool
+	// Queued is set, with Plan nil, when the change waits for the targets in flight (Pacing): it
+	// says why.
+	Queued string
 }
 
 // TargetPlan is what a sync decides for one StatefulSet from the ScratchVolumes that select it:
@@ -238,6 +243,28 @@ func WithGuard(outcomes map[string]*Outcome, g Guard) map[string]*Outcome {
 		o.Guard = g
 	}
 	return outcomes
+}
+
+// Queue marks the outcomes whose plan sts does not carry yet as waiting for the targets in flight,
+// with note: what sts carries stays, as for a blocked one.
+func Queue(outcomes map[string]*Outcome, sts *appsv1.StatefulSet, note string) {
+	for _, o := range outcomes {
+		if o.Plan == nil {
+			continue
+		}
+		_, injected := sts.Spec.Template.Annotations[o.SV.InjectionAnnotation()]
+		o.Queued, o.Plan, o.Kept = note, nil, injected
+	}
+}
+
+// Urgent reports whether a write of the outcomes keeps data safe, and so goes ahead of any pacing.
+func Urgent(outcomes map[string]*Outcome) bool {
+	for _, o := range outcomes {
+		if o.Urgent {
+			return true
+		}
+	}
+	return false
 }
 
 // Hold marks the outcomes with a plan as held off by the fight war.

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/capacity"
@@ -42,6 +43,10 @@ type Report struct {
 	notes           []finding // other notes
 	rollout         []finding // targets not rolled out yet
 	pending         []finding // targets whose change waits (the reason is the condition's)
+	// pacing is the reconcile's rollout pacing, nil when there is none.
+	pacing *Pacing
+	// queued counts the targets whose first injection waits for the targets in flight.
+	queued []finding
 	// version is the manager's, recorded with what is applied, and specHash the ScratchVolume's
 	// (SpecHash), computed once.
 	version, specHash string
@@ -90,6 +95,8 @@ func (rep *Report) Add(sts *appsv1.StatefulSet, o *Outcome) (blocked string) {
 		blocked = rep.held(sts, o, &ts)
 	case o.Waiting != nil:
 		rep.waiting(sts, o, &ts)
+	case o.Queued != "":
+		rep.waitingForSlot(sts, o, &ts)
 	case o.Plan == nil:
 		blocked = rep.blocked(sts, o, &ts)
 	default:
@@ -97,6 +104,12 @@ func (rep *Report) Add(sts *appsv1.StatefulSet, o *Outcome) (blocked string) {
 	}
 	if o != nil {
 		rep.guarded(o.Guard, &ts)
+	}
+	if rep.pacing != nil {
+		if since, ok := rep.pacing.Since[sts.Name]; ok {
+			ts.InFlightSince = &metav1.Time{Time: since}
+			rep.wakeAt(since.Add(rep.pacing.Deadline))
+		}
 	}
 	rep.targets = append(rep.targets, ts)
 	return blocked
@@ -152,6 +165,26 @@ func (rep *Report) waiting(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.Scr
 	if reason, msg, done := rollout(sts, carried, rep.rolledOutBefore(sts.Name, carried)); !done {
 		rep.rollout = append(rep.rollout, finding{sts.Name, reason, msg})
 	}
+}
+
+// Paced records the reconcile's pacing: which targets are in flight, and whether the rollout
+// stopped.
+func (rep *Report) Paced(p Pacing) { rep.pacing = &p }
+
+// waitingForSlot records a target whose change waits for the targets in flight: it keeps what it
+// carries, reported as the last status had it.
+func (rep *Report) waitingForSlot(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.ScratchTargetStatus) {
+	ts.Message = o.Queued
+	if o.Kept {
+		ts.Injected, ts.ConfigHash = true, sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
+		rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
+		if last := rep.last(sts.Name); last != nil {
+			ts.Container, ts.Flavor, ts.Version, ts.Injection, ts.TempLocations, ts.Applied = last.Container, last.Flavor, last.Version, last.Injection, last.TempLocations, last.Applied
+		}
+	} else {
+		rep.queued = append(rep.queued, finding{sts.Name, v1alpha1.ReasonWaitingForRolloutSlot, o.Queued})
+	}
+	rep.rollout = append(rep.rollout, finding{sts.Name, v1alpha1.ReasonWaitingForRolloutSlot, o.Queued})
 }
 
 // last is target's entry in the last status, nil when it had none.

@@ -29,6 +29,9 @@ func (s managerSettings) args() []string {
 		"--kube-api-qps=" + strconv.FormatFloat(s.QPS, 'f', -1, 64),
 		"--kube-api-burst=" + strconv.Itoa(s.Burst),
 		"--max-concurrent-reconciles=" + strconv.Itoa(s.Workers),
+		// The phases measure how fast the controller writes a fleet, not how fast a fleet rolls
+		// out: every target at once, as before rollouts were paced.
+		"--max-in-flight=100%",
 	}
 }
 
