@@ -52,7 +52,10 @@ func TestInFlight(t *testing.T) {
 			s.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](1)}
 			s.Status.UpdatedReplicas = 1
 		}, true},
-		{"scaled to zero", func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](0); s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation} }, false},
+		{"scaled to zero", func(s *appsv1.StatefulSet) {
+			s.Spec.Replicas = ptr.To[int32](0)
+			s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation}
+		}, false},
 	}
 	for _, tt := range tests {
 		sts := fleetOf(1)[0]
