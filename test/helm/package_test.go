@@ -1,6 +1,7 @@
 package helm_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -115,7 +116,7 @@ func TestPackageLoadsAndRenders(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(first) != string(second) {
+			if !bytes.Equal(first, second) {
 				t.Error("two archives of the same build differ")
 			}
 		})
