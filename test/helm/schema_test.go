@@ -8,7 +8,7 @@ import (
 )
 
 // values.schema.json refuses what `helm install -f` or --set would otherwise ignore or render
-// into a broken object, and its message names the value.
+// into a broken object, and its message names the value and says what is wrong with it.
 func TestSchemaRefusesMistypedValues(t *testing.T) {
 	tests := []struct {
 		name, values string
@@ -32,6 +32,8 @@ func TestSchemaRefusesMistypedValues(t *testing.T) {
 			[]string{"/nodeAgent/tolerations/0", "additional properties 'operater' not allowed"}},
 		{"map for a list", `imagePullSecrets: {name: regcred}`,
 			[]string{"/imagePullSecrets", "got object, want array"}},
+		{"priority class created without a name", `nodeAgent: {priorityClass: {name: ""}}`,
+			[]string{"/nodeAgent/priorityClass/name", "minLength"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
