@@ -36,6 +36,7 @@ func TestChartEqualsKustomize(t *testing.T) {
 			want := byKey(t, kustomize(t, tt.kustomization))
 			vals := values(t, tt.values)
 			got := byKey(t, render(t, vals))
+			conventional := helmLabels(t)
 			if !createsNamespace(vals) {
 				delete(want, key{Kind: "Namespace", Name: helm.ReleaseNamespace})
 			}
@@ -50,7 +51,7 @@ func TestChartEqualsKustomize(t *testing.T) {
 					t.Errorf("the chart renders %s, config/%s does not", k, tt.kustomization)
 					continue
 				}
-				g := withoutHelmConventions(t, got[k])
+				g := withoutHelmConventions(t, got[k], conventional)
 				if diff := cmp.Diff(inKeyOrder(t, w).Object, inKeyOrder(t, g).Object); diff != "" {
 					t.Errorf("%s differs from config/%s's (-kustomize +chart):\n%s", k, tt.kustomization, diff)
 				}
@@ -62,6 +63,7 @@ func TestChartEqualsKustomize(t *testing.T) {
 // helmLabels are the labels Helm's own charts put on every object, with the value each must
 // have; config/ has none of them.
 func helmLabels(t testing.TB) map[string]string {
+	t.Helper()
 	meta := loadChart(t).Metadata
 	return map[string]string{
 		"helm.sh/chart":                meta.Name + "-" + meta.Version,
@@ -74,11 +76,11 @@ func helmLabels(t testing.TB) map[string]string {
 // withoutHelmConventions returns a copy of a rendered object without Helm's labels on its
 // metadata (each must be there, with its value) and, on a CRD, the resource policy that keeps it
 // on uninstall (which must be there). Labels elsewhere (selectors, pod templates) stay compared.
-func withoutHelmConventions(t testing.TB, u *unstructured.Unstructured) *unstructured.Unstructured {
+func withoutHelmConventions(t testing.TB, u *unstructured.Unstructured, helmLabels map[string]string) *unstructured.Unstructured {
 	t.Helper()
 	u = u.DeepCopy()
 	labels := u.GetLabels()
-	for name, value := range helmLabels(t) {
+	for name, value := range helmLabels {
 		if labels[name] != value {
 			t.Errorf("%s %s: label %s is %q, want %q", u.GetKind(), u.GetName(), name, labels[name], value)
 		}
