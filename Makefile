@@ -207,7 +207,7 @@ images-databases: images-mariadb ## Also build the MariaDB 11.8 and MySQL 9.7 te
 # pre-release named after their tag (0.1.0-dev); its appVersion, and so its images' default tag, is
 # VERSION. File times are the last commit's, so that the same sources give the same archive.
 .PHONY: chart
-chart: ## Package the Helm chart into bin/chart/dbtune-scratch-operator-<version>.tgz, for images tagged $(VERSION).
+chart: ## Package the Helm chart into bin/chart/dbtune-scratch-operator-<version>.tgz (version from VERSION; images tagged VERSION=dev).
 	go -C test/helm run ./cmd/chart -chart ../../$(HELM_CHART) -out ../../bin/chart -version $(RELEASE_VERSION) \
 		-image-tag $(VERSION) -mtime "$$(git log -1 --format=%ct 2>/dev/null || echo 0)"
 
