@@ -34,10 +34,24 @@ generate: ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate CRDs (config/crd/bases) and RBAC roles (config/rbac) from the code's markers.
+manifests: ## Generate CRDs (config/crd/bases) and RBAC roles (config/rbac) from the code's markers, and the Helm chart's copies.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=dbtune-scratch-operator paths="./controllers/..." output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=dbtune-node-agent paths="./node-agent/probectl/...;./node-agent/readaheadctl/...;./node-agent/nodeprofile/...;./node-agent/scratchusage/..." output:rbac:artifacts:config=config/rbac/node-agent
+	$(MAKE) chart-files
+
+# The Helm chart reads the CRDs, the generated roles and the alerts from copies in its files/
+# (a chart cannot reach outside its directory); test/helm fails when they differ from config/.
+HELM_CHART := config/helm/dbtune-scratch-operator
+
+.PHONY: chart-files
+chart-files: ## Copy the CRDs, generated roles and alerts of config/ into the Helm chart's files/ (make manifests does it).
+	rm -rf $(HELM_CHART)/files
+	mkdir -p $(HELM_CHART)/files/crds $(HELM_CHART)/files/rbac
+	cp config/crd/bases/*.yaml $(HELM_CHART)/files/crds/
+	cp config/rbac/role.yaml $(HELM_CHART)/files/rbac/manager-role.yaml
+	cp config/rbac/node-agent/role.yaml $(HELM_CHART)/files/rbac/node-agent-role.yaml
+	cp config/prometheus/prometheusrule.yaml $(HELM_CHART)/files/prometheusrule.yaml
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -46,11 +60,13 @@ fmt: ## Run gofmt on the code.
 .PHONY: vet
 vet: ## Run go vet.
 	go vet ./...
+	cd test/helm && go vet ./...
 
 .PHONY: lint
-lint: ## Run golangci-lint (config in .golangci.yml) on the product and on hack/images, a module of its own.
+lint: ## Run golangci-lint (config in .golangci.yml) on the product and on hack/images and test/helm, modules of their own.
 	$(GOLANGCI_LINT) run ./...
 	cd hack/images && go tool -modfile=../tools/go.mod golangci-lint run ./...
+	cd test/helm && go tool -modfile=../../hack/tools/go.mod golangci-lint run ./...
 
 .PHONY: lint-fix
 lint-fix: ## Run golangci-lint and apply its fixes.
@@ -87,11 +103,13 @@ test: ## Run every test: unit, envtest against a real API server, the root-only 
 	@if [ "$$(id -u)" -eq 0 ] && command -v mmdebstrap >/dev/null; then $(MAKE) images-databases; \
 	else echo "make test: not root or no mmdebstrap: the MariaDB 11.8 and MySQL 9.7 lanes skip (make images-databases)"; fi
 	KUBEBUILDER_ASSETS="$$($(K8S_BINARIES) --print-dir)" go test $(GOTEST_FLAGS) ./...
+	cd test/helm && go test $(GOTEST_FLAGS) ./...
 	go test $(GOTEST_FLAGS) -tags realnode ./test/realnode/...
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no API server, no root).
 	go test $(GOTEST_FLAGS) -short ./...
+	cd test/helm && go test $(GOTEST_FLAGS) -short ./...
 
 .PHONY: test-realnode
 test-realnode: ## Run the real-node tests: containerd and a kubelet beside the local control plane (as root).
@@ -156,8 +174,11 @@ bench-scale: ## The manager at fleet scale: 100 to 5000 StatefulSets beside 40 0
 ##@ Release
 
 # The version compiled into both binaries (main.version), and the images' tag and
-# org.opencontainers.image.version label. config/ deploys the "dev" tag.
+# org.opencontainers.image.version label. config/ deploys the "dev" tag; a release is built
+# with VERSION=v$(RELEASE_VERSION).
 VERSION ?= dev
+# The product's version, which the next release will carry: the VERSION file.
+RELEASE_VERSION := $(shell cat VERSION)
 # Image names are $(IMAGE_REGISTRY)/scratch-operator and $(IMAGE_REGISTRY)/scratch-operator-node-agent.
 IMAGE_REGISTRY ?= dbtune
 PLATFORMS ?= linux/amd64,linux/arm64
@@ -181,6 +202,14 @@ images-mariadb: ## Build the MariaDB test image of the real node (Debian package
 .PHONY: images-databases
 images-databases: images-mariadb ## Also build the MariaDB 11.8 and MySQL 9.7 test images from Debian's development suite, unpacked for the harness (as root).
 	go -C hack/images run . -database mariadb-sid,mysql-sid -unpack -out ../../bin/images
+
+# The chart's version is RELEASE_VERSION when the images are tagged v$(RELEASE_VERSION), else its
+# pre-release named after their tag (0.1.0-dev); its appVersion, and so its images' default tag, is
+# VERSION. File times are the last commit's, so that the same sources give the same archive.
+.PHONY: chart
+chart: ## Package the Helm chart into bin/chart/dbtune-scratch-operator-<version>.tgz (version from VERSION; images tagged VERSION=dev).
+	go -C test/helm run ./cmd/chart -chart ../../$(HELM_CHART) -out ../../bin/chart -version $(RELEASE_VERSION) \
+		-image-tag $(VERSION) -mtime "$$(git log -1 --format=%ct 2>/dev/null || echo 0)"
 
 .PHONY: docs-api
 docs-api: ## Generate the API reference docs/api.md from the Go types' comments and markers.
