@@ -82,14 +82,8 @@ func TestUpgradeWritesNothing(t *testing.T) {
 			defer stop()
 			testenv.Eventually(t, time.Minute, func() string { return notAdopted(ctx, t, cl.client) })
 			testenv.Consistently(t, 3*time.Second, func() string {
-				if w := writes.get("statefulsets"); len(w) > 0 {
-					return fmt.Sprintf("the new manager wrote StatefulSets: %v", w)
-				}
-				if w := writes.get("configmaps"); len(w) > 0 {
-					return fmt.Sprintf("the new manager wrote ConfigMaps: %v", w)
-				}
-				if now := statefulSetGenerations(ctx, t, cl.client); !equalMaps(now, generations) {
-					return fmt.Sprintf("StatefulSet generations moved: %v, were %v", now, generations)
+				if why := nothingWritten(ctx, t, cl.client, writes, generations); why != "" {
+					return why
 				}
 				for _, sv := range scratchVolumes(ctx, t, cl.client) {
 					if why := conditionIs(sv, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady); why != "" {
@@ -103,6 +97,22 @@ func TestUpgradeWritesNothing(t *testing.T) {
 			})
 		})
 	}
+}
+
+// nothingWritten says what the manager wrote, "" when it wrote no StatefulSet and no ConfigMap
+// and every StatefulSet is at the generation it had.
+func nothingWritten(ctx context.Context, t *testing.T, c client.Client, writes *writeCounter, generations map[string]int64) string {
+	t.Helper()
+	if w := writes.get("statefulsets"); len(w) > 0 {
+		return fmt.Sprintf("the manager wrote StatefulSets: %v", w)
+	}
+	if w := writes.get("configmaps"); len(w) > 0 {
+		return fmt.Sprintf("the manager wrote ConfigMaps: %v", w)
+	}
+	if now := statefulSetGenerations(ctx, t, c); !equalMaps(now, generations) {
+		return fmt.Sprintf("StatefulSet generations moved: %v, were %v", now, generations)
+	}
+	return ""
 }
 
 // servedAndValid reads back every ScratchVolume stored under the release's CRDs and has the API
@@ -156,18 +166,7 @@ func TestRenderingChangeWaitsForTheUser(t *testing.T) {
 	testenv.Eventually(t, time.Minute, func() string { return notAdopted(ctx, t, cl.client) })
 
 	// Held back and reported, nothing written.
-	testenv.Consistently(t, 3*time.Second, func() string {
-		if w := writes.get("statefulsets"); len(w) > 0 {
-			return fmt.Sprintf("a change nobody approved was written: %v", w)
-		}
-		if w := writes.get("configmaps"); len(w) > 0 {
-			return fmt.Sprintf("a drop-in was rewritten before its change was approved: %v", w)
-		}
-		if now := statefulSetGenerations(ctx, t, cl.client); !equalMaps(now, generations) {
-			return fmt.Sprintf("StatefulSet generations moved: %v, were %v", now, generations)
-		}
-		return ""
-	})
+	testenv.Consistently(t, 3*time.Second, func() string { return nothingWritten(ctx, t, cl.client, writes, generations) })
 	mariadb := scratchVolume(ctx, t, cl.client, "mariadb")
 	if why := conditionIs(mariadb, v1alpha1.ConditionChangesPending, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval); why != "" {
 		t.Fatal(why)
