@@ -9,8 +9,7 @@ import (
 	"os"
 	"strings"
 	"time"
-	// Maintenance windows name IANA time zones; the manager image has no zoneinfo of its own.
-	_ "time/tzdata"
+	_ "time/tzdata" // maintenance windows name IANA time zones; the manager image has no zoneinfo
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"

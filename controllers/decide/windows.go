@@ -138,7 +138,7 @@ func ParseWindow(s string) (v1alpha1.MaintenanceWindow, error) {
 
 // DescribeWindows is a short account of windows for a message: "Sat,Sun 02:00+3h0m0s Europe/Berlin".
 func DescribeWindows(windows []v1alpha1.MaintenanceWindow) string {
-	var parts []string
+	parts := make([]string, 0, len(windows))
 	for _, w := range windows {
 		s := w.Start + "+" + w.Duration.Duration.String()
 		if len(w.Days) > 0 {

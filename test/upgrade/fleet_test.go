@@ -19,16 +19,16 @@ const fleetNamespace = "fleet"
 // fleet returns the StatefulSets and ScratchVolumes of a recorded fleet.
 func fleet() ([]*appsv1.StatefulSet, []*v1alpha1.ScratchVolume) {
 	stss := []*appsv1.StatefulSet{
-		officialImage("mariadb", "mariadb:11.4", "/var/lib/mysql"),
-		officialImage("mysql84-args", "mysql:8.4", "/var/lib/mysql"),
-		officialImage("mysql9-configfile", "mysql:9.1", "/var/lib/mysql"),
-		officialImage("percona80", "percona/percona-server:8.0.36", "/var/lib/mysql"),
-		officialImage("mariadb-reserve", "mariadb:10.11", "/var/lib/mysql"),
+		officialImage("mariadb", "mariadb:11.4"),
+		officialImage("mysql84-args", "mysql:8.4"),
+		officialImage("mysql9-configfile", "mysql:9.1"),
+		officialImage("percona80", "percona/percona-server:8.0.36"),
+		officialImage("mariadb-reserve", "mariadb:10.11"),
 		bitnami("bitnami-mysql", "mysql", "bitnami/mysql:8.4"),
 		bitnami("galera", "mariadb", "bitnami/mariadb-galera:11.4"),
 	}
 	for i := range 3 {
-		pool := officialImage("pool-"+string(rune('a'+i)), "mariadb:10.11", "/var/lib/mysql")
+		pool := officialImage("pool-"+string(rune('a'+i)), "mariadb:10.11")
 		pool.Labels["tier"] = "pool"
 		stss = append(stss, pool)
 	}
@@ -62,8 +62,8 @@ func fleet() ([]*appsv1.StatefulSet, []*v1alpha1.ScratchVolume) {
 }
 
 // officialImage is a StatefulSet of an official mysql, mariadb or percona image: the data claim at
-// dataMount, a 2Gi limit and a metrics sidecar.
-func officialImage(name, image, dataMount string) *appsv1.StatefulSet {
+// /var/lib/mysql, a 2Gi limit and a metrics sidecar.
+func officialImage(name, image string) *appsv1.StatefulSet {
 	labels := map[string]string{"app.kubernetes.io/name": name}
 	db := corev1.Container{
 		Name: "db", Image: image,
@@ -73,7 +73,7 @@ func officialImage(name, image, dataMount string) *appsv1.StatefulSet {
 			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
 		},
-		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: dataMount}},
+		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/mysql"}},
 	}
 	exporter := corev1.Container{Name: "metrics", Image: "prom/mysqld-exporter:v0.15.1", Ports: []corev1.ContainerPort{{ContainerPort: 9104}}}
 	return &appsv1.StatefulSet{
