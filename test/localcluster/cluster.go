@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -216,7 +217,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 	}
 	host := "https://127.0.0.1:" + strconv.Itoa(ports[0])
 	var auditFlags []string
-	if c.opts.AuditServiceAccounts {
+	if c.opts.AuditServiceAccounts || len(c.opts.AuditUsers) > 0 {
 		if auditFlags, err = c.auditFlags(); err != nil {
 			return err
 		}
@@ -263,21 +264,30 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 }
 
 // auditPolicy records, at the Metadata level (who, verb, resource, response code, no bodies), the
-// requests of ServiceAccounts, and nothing else: once they complete, and watches also when they
-// start, since a watch completes only when it ends.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-  - level: Metadata
-    userGroups: ["system:serviceaccounts"]
-  - level: None
-`
+// requests of ServiceAccounts (when Options.AuditServiceAccounts) and of Options.AuditUsers, and
+// nothing else: once they complete, and watches also when they start, since a watch completes only
+// when it ends.
+func (c *Cluster) auditPolicy() string {
+	var b strings.Builder
+	b.WriteString("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [\"RequestReceived\"]\nrules:\n")
+	if c.opts.AuditServiceAccounts {
+		b.WriteString("  - level: Metadata\n    userGroups: [\"system:serviceaccounts\"]\n")
+	}
+	if len(c.opts.AuditUsers) > 0 {
+		quoted := make([]string, len(c.opts.AuditUsers))
+		for i, u := range c.opts.AuditUsers {
+			quoted[i] = strconv.Quote(u)
+		}
+		b.WriteString("  - level: Metadata\n    users: [" + strings.Join(quoted, ", ") + "]\n")
+	}
+	b.WriteString("  - level: None\n")
+	return b.String()
+}
 
 // auditFlags writes the audit policy and returns the API server's flags for it.
 func (c *Cluster) auditFlags() ([]string, error) {
 	policy := filepath.Join(c.dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+	if err := os.WriteFile(policy, []byte(c.auditPolicy()), 0o600); err != nil {
 		return nil, err
 	}
 	return []string{
@@ -286,23 +296,43 @@ func (c *Cluster) auditFlags() ([]string, error) {
 	}, nil
 }
 
-// AuditLog is the API server's audit log, one JSON event per line (Options.AuditServiceAccounts).
+// AuditLog is the API server's audit log, one JSON event per line (Options.AuditServiceAccounts,
+// Options.AuditUsers).
 func (c *Cluster) AuditLog() string { return filepath.Join(c.LogDir(), "audit.log") }
 
 func (c *Cluster) writeKubeconfig(certs *pki) error {
-	const name = "localcluster"
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: c.config.Host, CertificateAuthorityData: certs.caCert}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: certs.adminCert, ClientKeyData: certs.adminKey}
-	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "admin", Namespace: metav1.NamespaceDefault}
-	cfg.CurrentContext = name
-	if err := clientcmd.WriteToFile(*cfg, c.Kubeconfig()); err != nil {
-		return fmt.Errorf("failed to write the kubeconfig: %w", err)
+	if err := c.writeKubeconfigFor(c.Kubeconfig(), "admin", certs.adminCert, certs.adminKey); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.state.Kubeconfig = c.Kubeconfig()
 	return writeState(&c.state)
+}
+
+// UserKubeconfig writes a kubeconfig for user in groups, with a client certificate from the
+// cluster's CA, and returns its path. What the user may do is up to RBAC (system:masters may do
+// anything); what it does is in the audit log when Options.AuditUsers names it.
+func (c *Cluster) UserKubeconfig(user string, groups ...string) (string, error) {
+	cert, key, err := c.IssueClientCertificate(user, groups...)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(c.dir, "kubeconfig-"+strings.NewReplacer(":", "-", "/", "-").Replace(user))
+	return path, c.writeKubeconfigFor(path, user, cert, key)
+}
+
+func (c *Cluster) writeKubeconfigFor(path, user string, cert, key []byte) error {
+	const name = "localcluster"
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: c.config.Host, CertificateAuthorityData: c.certs.caCert}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: user, Namespace: metav1.NamespaceDefault}
+	cfg.CurrentContext = name
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("failed to write the kubeconfig %s: %w", path, err)
+	}
+	return nil
 }
 
 // populate creates the cluster's objects and waits until kwok has made the nodes Ready.

@@ -105,6 +105,10 @@ type Options struct {
 	// request a ServiceAccount makes, with its verb, resource and response code: what pods on a
 	// real node did with the permissions they were given, and what they were refused.
 	AuditServiceAccounts bool
+	// AuditUsers makes the API server write the same audit log of the requests of these users: for
+	// example the replicas of a manager run with kubeconfigs from Cluster.UserKubeconfig, to count
+	// what each one wrote.
+	AuditUsers []string
 	// Logf reports progress; nil discards it.
 	Logf func(format string, args ...any)
 }

@@ -88,6 +88,19 @@ func (p *Process) Alive() bool {
 // does not exit in time. It works from any process, with a Process read back from a state file too.
 func (p *Process) Stop() error { return p.stop() }
 
+// Kill sends SIGKILL to the process group, as a crash or an OOM kill would end it: no shutdown code
+// runs, nothing is released. It returns once the process is gone.
+func (p *Process) Kill() error {
+	if !p.Alive() {
+		return nil
+	}
+	_ = syscall.Kill(-p.PID, syscall.SIGKILL)
+	if p.waitGone(5 * time.Second) {
+		return nil
+	}
+	return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.Name, p.PID)
+}
+
 // stop sends SIGTERM to the process group, waits, and kills the group when it does not exit in time.
 func (p *Process) stop() error {
 	if !p.Alive() {

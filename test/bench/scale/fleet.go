@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -323,4 +324,69 @@ func waitFor(ctx context.Context, what string, timeout time.Duration, done func(
 		case <-time.After(pollInterval):
 		}
 	}
+}
+
+// injectedOnce counts the StatefulSets that carry the injection of the ScratchVolume named name,
+// and describes the first one that carries it in any way but exactly once over its original
+// template: another ScratchVolume's too, a volume, init container or mount twice, or a change to
+// what its owner wrote.
+func (f *fleet) injectedOnce(sets []appsv1.StatefulSet, name string) (int, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for i := range sets {
+		s := &sets[i]
+		svs := inject.ScratchVolumes(&s.Spec.Template)
+		if len(svs) == 0 {
+			continue
+		}
+		where := s.Namespace + "/" + s.Name
+		if len(svs) != 1 || svs[0] != name {
+			return n, fmt.Sprintf("%s carries the injections of %v, want only %s", where, svs, name)
+		}
+		if d := duplicateNames(&s.Spec.Template.Spec); d != "" {
+			return n, where + " " + d
+		}
+		orig, ok := f.originals[client.ObjectKeyFromObject(s)]
+		if !ok || !equality.Semantic.DeepEqual(orig, inject.Strip(s.Spec.Template)) {
+			return n, where + ": without the injection, its template is not the original"
+		}
+		n++
+	}
+	return n, ""
+}
+
+// duplicateNames describes a volume, init container or container mount that appears twice in a
+// pod spec, or returns "".
+func duplicateNames(pod *corev1.PodSpec) string {
+	twice := func(what string, names []string) string {
+		seen := map[string]bool{}
+		for _, n := range names {
+			if seen[n] {
+				return fmt.Sprintf("has %s %q twice", what, n)
+			}
+			seen[n] = true
+		}
+		return ""
+	}
+	var volumes, inits []string
+	for _, v := range pod.Volumes {
+		volumes = append(volumes, v.Name)
+	}
+	for _, c := range pod.InitContainers {
+		inits = append(inits, c.Name)
+	}
+	if d := cmp.Or(twice("volume", volumes), twice("init container", inits)); d != "" {
+		return d
+	}
+	for _, c := range append(pod.InitContainers, pod.Containers...) {
+		var mounts []string
+		for _, m := range c.VolumeMounts {
+			mounts = append(mounts, m.MountPath)
+		}
+		if d := twice("mount path in container "+c.Name+":", mounts); d != "" {
+			return d
+		}
+	}
+	return ""
 }

@@ -64,6 +64,10 @@ type config struct {
 	workersVariant int
 	// large is the size above which a level gets largeRuns runs and no one-per-StatefulSet phase.
 	large, largeRuns int
+	// only narrows the run to one measurement: "failover" or "rollout"; empty runs the whole.
+	only string
+	// killAt is the share of the fleet done when the failover measurement kills the leader.
+	killAt float64
 }
 
 func main() {
@@ -88,6 +92,9 @@ func main() {
 	flag.IntVar(&cfg.largeRuns, "large-runs", 1, "runs per size above -large")
 	flag.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "longest wait for any one phase")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster's directory (logs) after the run")
+	flag.StringVar(&cfg.only, "only", "", "measure only one thing: failover (two replicas, the leader SIGKILLed mid-injection and mid-revert, at each -n; failover.json) "+
+		"or rollout (the -rollout run with paced and unpaced manager settings; rollout.json); empty: the whole benchmark")
+	flag.Float64Var(&cfg.killAt, "kill-at", 0.5, "share of the fleet injected (or reverted) when the failover measurement kills the leader")
 	flag.StringVar(&cfg.replot, "replot", "", "draw the chart of an existing scale.json instead of measuring (to -out, default beside it)")
 	flag.Parse()
 	// The benchmark's own clients log nothing worth reading; the manager logs to its file.
@@ -149,12 +156,27 @@ func validate(cfg *config) error {
 		return errors.New("-nodes must be at least 1")
 	case cfg.steady < 0 || cfg.resync <= 0:
 		return errors.New("-steady must not be negative and -resync must be positive")
+	case cfg.only != "" && cfg.only != onlyFailover && cfg.only != onlyRollout:
+		return fmt.Errorf("-only %q: want %s or %s", cfg.only, onlyFailover, onlyRollout)
+	case cfg.killAt <= 0 || cfg.killAt >= 1:
+		return errors.New("-kill-at must be between 0 and 1, such as 0.5")
+	case cfg.only == onlyRollout && cfg.rollout < 1:
+		return errors.New("-only rollout needs -rollout of at least 1")
+	}
+	if cfg.only == onlyFailover && !flagSet("n") {
+		cfg.levels = []int{1000}
 	}
 	if cfg.workersVariant == 0 {
 		cfg.workersVariant = cfg.namespaces
 	}
 	return nil
 }
+
+// The measurements -only selects.
+const (
+	onlyFailover = "failover"
+	onlyRollout  = "rollout"
+)
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "scale: %s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -22,17 +23,28 @@ type managerSettings struct {
 	QPS     float64 `json:"qps"`
 	Burst   int     `json:"burst"`
 	Workers int     `json:"workers"`
+	// MaxInFlight is --max-in-flight; empty is 100%: every target at once.
+	MaxInFlight string `json:"maxInFlight,omitempty"`
 }
 
 func (s managerSettings) args() []string {
+	// Most phases measure how fast the controller writes a fleet, not how fast a fleet rolls out:
+	// every target at once, as before rollouts were paced.
+	inFlight := cmp.Or(s.MaxInFlight, "100%")
 	return []string{
 		"--kube-api-qps=" + strconv.FormatFloat(s.QPS, 'f', -1, 64),
 		"--kube-api-burst=" + strconv.Itoa(s.Burst),
 		"--max-concurrent-reconciles=" + strconv.Itoa(s.Workers),
-		// The phases measure how fast the controller writes a fleet, not how fast a fleet rolls
-		// out: every target at once, as before rollouts were paced.
-		"--max-in-flight=100%",
+		"--max-in-flight=" + inFlight,
 	}
+}
+
+// launch is how a manager process is started, beyond the settings a report compares.
+type launch struct {
+	// kubeconfig is the manager's kubeconfig; empty is the cluster's admin.
+	kubeconfig string
+	// args are more flags, such as leader election's.
+	args []string
 }
 
 // manager is a running manager binary, started beside the control plane as the admin.
@@ -60,14 +72,18 @@ func buildManager(ctx context.Context, root, dir string) (string, error) {
 
 // startManager starts the manager with settings, informers that resync every resync and the Go
 // runtime's soft memory limit goMemLimit (none when empty), and waits until it is ready.
-func startManager(ctx context.Context, c *localcluster.Cluster, bin, name string, settings managerSettings, resync time.Duration, goMemLimit string) (*manager, error) {
+func startManager(ctx context.Context, c *localcluster.Cluster, bin, name string, settings managerSettings, resync time.Duration, goMemLimit string, l launch) (*manager, error) {
 	addrs, err := localcluster.FreeAddresses(3)
 	if err != nil {
 		return nil, err
 	}
 	args := append(settings.args(), "--metrics-bind-address="+addrs[0], "--health-probe-bind-address="+addrs[1],
 		"--pprof-bind-address="+addrs[2], "--sync-period="+resync.String())
+	args = append(args, l.args...)
 	env := []string{c.KubeconfigEnv()}
+	if l.kubeconfig != "" {
+		env = []string{"KUBECONFIG=" + l.kubeconfig}
+	}
 	if goMemLimit != "" {
 		env = append(env, "GOMEMLIMIT="+goMemLimit)
 	}

@@ -44,6 +44,8 @@ type phase struct {
 	ReconcileP50  float64 `json:"reconcileP50Seconds,omitempty"`
 	ReconcileP99  float64 `json:"reconcileP99Seconds,omitempty"`
 	MaxQueueDepth float64 `json:"maxQueueDepth,omitempty"`
+	// MaxRolling is, in a rollout run, the most StatefulSets seen rolling out at once.
+	MaxRolling int `json:"maxRolling,omitempty"`
 	// PeakRSSMiB is the manager's peak resident set (VmHWM) at the end of the phase: the process's
 	// peak so far, so the phase in which it rose is the one that set it.
 	PeakRSSMiB float64 `json:"peakRSSMiB,omitempty"`

@@ -20,12 +20,16 @@ import (
 
 // results is everything scale.json holds.
 type results struct {
-	Generated time.Time      `json:"generated"`
-	Machine   machine        `json:"machine"`
-	Settings  settings       `json:"settings"`
-	Quiet     []quietLevel   `json:"withoutBackground"`
-	Levels    []level        `json:"levels"`
-	Rollout   *rolloutResult `json:"rollout,omitempty"`
+	Generated time.Time    `json:"generated"`
+	Machine   machine      `json:"machine"`
+	Settings  settings     `json:"settings"`
+	Quiet     []quietLevel `json:"withoutBackground"`
+	Levels    []level      `json:"levels"`
+	// Rollout is the one unpaced rollout run of results written before rollouts were paced;
+	// Rollouts are every rollout run since, with each manager setting compared.
+	Rollout  *rolloutResult    `json:"rollout,omitempty"`
+	Rollouts []rolloutResult   `json:"rollouts,omitempty"`
+	Failover []*failoverResult `json:"failover,omitempty"`
 }
 
 type machine struct {
@@ -91,13 +95,14 @@ type runResult struct {
 }
 
 type rolloutResult struct {
-	StatefulSets           int     `json:"statefulSets"`
-	Replicas               int     `json:"replicas"`
-	PodsRunningSeconds     float64 `json:"podsRunningSeconds"`
-	Inject                 phase   `json:"inject"`
-	Revert                 phase   `json:"revert"`
-	RevertRolledOutSeconds float64 `json:"revertRolledOutSeconds"`
-	Memory                 memory  `json:"memory"`
+	Settings               managerSettings `json:"manager"`
+	StatefulSets           int             `json:"statefulSets"`
+	Replicas               int             `json:"replicas"`
+	PodsRunningSeconds     float64         `json:"podsRunningSeconds"`
+	Inject                 phase           `json:"inject"`
+	Revert                 phase           `json:"revert"`
+	RevertRolledOutSeconds float64         `json:"revertRolledOutSeconds"`
+	Memory                 memory          `json:"memory"`
 }
 
 func newResults(cfg config) *results {
@@ -143,7 +148,19 @@ func readResults(path string) (*results, error) {
 	return r, nil
 }
 
-// write saves scale.json and scale.png in dir and prints the Markdown to md.
+// name is the base name of the results' files: scale, or what -only measured.
+func (r *results) name() string {
+	switch {
+	case len(r.Levels) > 0 || len(r.Quiet) > 0:
+		return "scale"
+	case len(r.Failover) > 0:
+		return onlyFailover
+	default:
+		return onlyRollout
+	}
+}
+
+// write saves <name>.json and <name>.png in dir and prints the Markdown to md.
 func (r *results) write(dir string, md io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -154,12 +171,12 @@ func (r *results) write(dir string, md io.Writer) error {
 	if err := enc.Encode(r); err != nil {
 		return err
 	}
-	jsonPath := filepath.Join(dir, "scale.json")
+	jsonPath := filepath.Join(dir, r.name()+".json")
 	if err := os.WriteFile(jsonPath, buf.Bytes(), 0o644); err != nil {
 		return err
 	}
 	logf("wrote %s", jsonPath)
-	if len(r.Levels) > 0 {
+	if len(r.Levels) > 0 || len(r.Failover) > 0 {
 		png, err := r.writeChart(dir)
 		if err != nil {
 			return err
@@ -308,23 +325,32 @@ func (r *results) chart() *chart.Chart {
 }
 
 func (r *results) writeChart(dir string) (string, error) {
-	path := filepath.Join(dir, "scale.png")
+	path := filepath.Join(dir, r.name()+".png")
+	ch := r.chart()
+	if r.name() == onlyFailover {
+		ch = r.failoverChart()
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return "", err
 	}
-	if err := r.chart().WritePNG(f); err != nil {
+	if err := ch.WritePNG(f); err != nil {
 		_ = f.Close()
 		return "", err
 	}
 	return path, f.Close()
 }
 
-// markdown is the results as the docs/benchmarks.md section's tables.
 func (r *results) markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured %s on %d CPUs, %.0f GiB, Linux %s (load average %s before, %s after).\n\n",
+	fmt.Fprintf(&b, "Measured %s on %d CPUs, %.0f GiB, Linux %s (load average %s before, %s after).\n",
 		r.Generated.Format("2006-01-02"), r.Machine.CPUs, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.LoadBefore, r.Machine.LoadAfter)
+	if r.name() != "scale" {
+		b.WriteString(r.rolloutMarkdown())
+		b.WriteString(r.failoverMarkdown())
+		return b.String()
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "With the background objects (%d ConfigMaps, %d of them 100 KiB; %d Secrets; %d Pods), kube-controller-manager %s, manager defaults, medians of %d runs:\n\n",
 		r.Settings.Background.ConfigMaps, r.Settings.Background.BigConfigMaps, r.Settings.Background.Secrets, r.Settings.Background.Pods, r.Settings.ControllerManager, r.Settings.Runs)
 	b.WriteString("| StatefulSets | bare client | manager: injected | manager / bare | manager: Ready | one ScratchVolume each: injected / Ready | revert: bare / manager | StatefulSet writes per StatefulSet: inject / revert / one each | manager API requests per StatefulSet | manager writes in steady state: StatefulSets / all | manager writes after GitOps re-apply: StatefulSets / all | peak RSS (no background) | heap | manager CPU (inject) | reconcile p50 / p99 | max queue depth |\n")
@@ -368,6 +394,7 @@ func (r *results) markdown() string {
 			ro.StatefulSets, ro.Replicas, secs(ro.PodsRunningSeconds), secs(ro.Inject.Seconds), secs(ro.Inject.ReadySeconds), secs(ro.Revert.Seconds),
 			secs(ro.RevertRolledOutSeconds), ro.Inject.StatefulSetWrites/float64(ro.StatefulSets))
 	}
+	b.WriteString(r.rolloutMarkdown())
 	return b.String()
 }
 

@@ -52,6 +52,27 @@ func run(ctx context.Context, cfg config) (*results, error) {
 }
 
 func (e *env) measureAll(ctx context.Context, cfg config, res *results) error {
+	if cfg.only != "" {
+		// What makes ScratchVolumes slow to turn Ready at this size is measured by the whole run.
+		if err := e.tuneControllerManager(ctx, cfg.kcmQPS); err != nil {
+			return err
+		}
+	}
+	switch cfg.only {
+	case onlyFailover:
+		for _, n := range cfg.levels {
+			f, err := e.measureFailover(ctx, cfg, n)
+			res.Failover = append(res.Failover, f)
+			if err != nil {
+				return fmt.Errorf("failover at %d StatefulSets: %w", n, err)
+			}
+		}
+		return nil
+	case onlyRollout:
+		var err error
+		res.Rollouts, err = e.measureRollouts(ctx, cfg, cfg.runs)
+		return err
+	}
 	tuned := false
 	for _, n := range cfg.levels {
 		if n > cfg.kcmDefaultMax && !tuned {
@@ -86,11 +107,10 @@ func (e *env) measureAll(ctx context.Context, cfg config, res *results) error {
 		}
 	}
 	if cfg.rollout > 0 {
-		r, err := e.measureRollout(ctx, cfg)
-		if err != nil {
+		var err error
+		if res.Rollouts, err = e.measureRollouts(ctx, cfg, 1); err != nil {
 			return fmt.Errorf("rollout run: %w", err)
 		}
-		res.Rollout = r
 	}
 	return nil
 }
@@ -145,6 +165,7 @@ func setUp(ctx context.Context, cfg config) (*env, error) {
 	logf("starting the local control plane in %s", dir)
 	e.cluster, err = localcluster.Start(ctx, localcluster.Options{
 		BinDir: binDir, Dir: filepath.Join(dir, "cluster"), Nodes: nodes, PersistentVolumes: cfg.rollout,
+		AuditUsers: auditedUsers(cfg),
 		Logf: func(format string, args ...any) { logf(format, args...) },
 	})
 	if buildErr := <-built; err == nil {
@@ -184,6 +205,14 @@ func setUp(ctx context.Context, cfg config) (*env, error) {
 	return e, nil
 }
 
+// auditedUsers are the users whose requests the API server audits: the failover replicas'.
+func auditedUsers(cfg config) []string {
+	if cfg.only == onlyFailover {
+		return failoverUsers
+	}
+	return nil
+}
+
 func (e *env) tearDown(keep bool) {
 	if m := e.bench; m != nil && m.mgr != nil {
 		_ = m.mgr.stop()
@@ -204,7 +233,7 @@ func (e *env) tearDown(keep bool) {
 // to this measurement alone, and its log and heap profile are named after it.
 func (e *env) startManager(ctx context.Context, phase string, n int, s managerSettings) error {
 	name := fmt.Sprintf("manager-%sn%d-%s", phase, n, strings.NewReplacer(" ", "-", "=", "").Replace(s.Name))
-	m, err := startManager(ctx, e.cluster, e.manager, name, s, e.bench.cfg.resync, e.bench.cfg.goMemLimit)
+	m, err := startManager(ctx, e.cluster, e.manager, name, s, e.bench.cfg.resync, e.bench.cfg.goMemLimit, launch{})
 	if err != nil {
 		return err
 	}
@@ -333,9 +362,21 @@ func (e *env) measureRun(ctx context.Context, cfg config, full, first, withMany 
 	return r, settle()
 }
 
-// measureRollout replaces the fleet with StatefulSets of one pod each on the kwok nodes, and
-// measures a selector injection until every pod runs the new template, and its revert.
-func (e *env) measureRollout(ctx context.Context, cfg config) (*rolloutResult, error) {
+// pacedSettings are the manager's defaults for rollouts: at most a quarter of a ScratchVolume's
+// targets rolling out at once (main.go's --max-in-flight).
+var pacedSettings = managerSettings{Name: "paced (--max-in-flight=25%)", Workers: defaultSettings.Workers, MaxInFlight: "25%"}
+
+// rolloutSettings are the settings the rollout run compares, each run of one right after a run of
+// the other.
+var rolloutSettings = []managerSettings{
+	{Name: "unpaced (--max-in-flight=100%)", Workers: defaultSettings.Workers, MaxInFlight: "100%"},
+	pacedSettings,
+}
+
+// measureRollouts replaces the fleet with StatefulSets of one pod each on the kwok nodes, and
+// measures runs of a selector injection until every pod runs the new template, and its revert,
+// with each of rolloutSettings in turn.
+func (e *env) measureRollouts(ctx context.Context, cfg config, runs int) ([]rolloutResult, error) {
 	b := e.bench
 	logf("rollout run: %d StatefulSets with one pod each", cfg.rollout)
 	if err := b.fleet.resize(ctx, 0); err != nil {
@@ -346,28 +387,85 @@ func (e *env) measureRollout(ctx context.Context, cfg config) (*rolloutResult, e
 	if err := b.fleet.resize(ctx, cfg.rollout); err != nil {
 		return nil, err
 	}
-	r := &rolloutResult{StatefulSets: cfg.rollout, Replicas: 1}
 	started, err := b.waitSettled(ctx)
 	if err != nil {
 		return nil, err
 	}
-	r.PodsRunningSeconds = started.Seconds()
-	if err := e.startManager(ctx, "rollout-", cfg.rollout, defaultSettings); err != nil {
-		return nil, err
+	var out []rolloutResult
+	for i := range runs {
+		for _, s := range rolloutSettings {
+			logf("rollout run %d of %d, manager %s (load %s)", i+1, runs, s.Name, loadAverage())
+			r, err := e.measureRollout(ctx, cfg, s)
+			r.PodsRunningSeconds = started.Seconds()
+			out = append(out, r)
+			if err != nil {
+				return out, err
+			}
+			logf("  Ready in %.1f s with at most %d rolling at once; rolled back in %.1f s", r.Inject.ReadySeconds, r.Inject.MaxRolling, r.RevertRolledOutSeconds)
+		}
 	}
-	if r.Inject, err = b.runSelector(ctx); err != nil {
+	return out, nil
+}
+
+// measureRollout measures one selector injection on the rollout fleet until every pod runs the new
+// template, and its revert until every pod runs the original again, with the manager started
+// with s; it counts the StatefulSets rolling out at once.
+func (e *env) measureRollout(ctx context.Context, cfg config, s managerSettings) (rolloutResult, error) {
+	b := e.bench
+	r := rolloutResult{StatefulSets: cfg.rollout, Replicas: 1, Settings: s}
+	if err := e.startManager(ctx, "rollout-", cfg.rollout, s); err != nil {
 		return r, err
 	}
-	if r.Revert, err = b.runRevert(ctx); err != nil {
+	var err error
+	stop := b.sampleRolling(ctx)
+	r.Inject, err = b.runSelector(ctx)
+	r.Inject.MaxRolling = stop()
+	if err != nil {
+		return r, err
+	}
+	// The manager counts a StatefulSet Ready once its pods run the new template, so Ready is the
+	// whole rollout; what the StatefulSet controller may still record is waited for before the
+	// revert, so that the revert starts from a settled fleet.
+	if _, err := b.waitSettled(ctx); err != nil {
+		return r, err
+	}
+	stop = b.sampleRolling(ctx)
+	r.Revert, err = b.runRevert(ctx)
+	if err != nil {
+		stop()
 		return r, err
 	}
 	settled, err := b.waitSettled(ctx)
+	r.Revert.MaxRolling = stop()
 	r.RevertRolledOutSeconds = r.Revert.Seconds + settled.Seconds()
 	if err != nil {
 		return r, err
 	}
 	r.Memory, err = e.stopManager()
 	return r, err
+}
+
+// sampleRolling counts, every pollInterval until the returned function is called, the StatefulSets
+// whose rollout the StatefulSet controller has not finished, and returns the most seen at once.
+func (b *bench) sampleRolling(ctx context.Context) func() int {
+	ctx, cancel := context.WithCancel(ctx)
+	most := make(chan int, 1)
+	go func() {
+		peak := 0
+		for {
+			peak = max(peak, unsettled(b.fleet.statefulSets(ctx)))
+			select {
+			case <-ctx.Done():
+				most <- peak
+				return
+			case <-time.After(pollInterval):
+			}
+		}
+	}()
+	return func() int {
+		cancel()
+		return <-most
+	}
 }
 
 // backgroundNamespaces hold the background objects.

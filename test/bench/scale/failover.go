@@ -1,0 +1,339 @@
+package main
+
+// Leader failover at fleet scale: two manager replicas elect a leader through a Lease, as the
+// installed Deployment runs them; the leader is SIGKILLed in the middle of an injection of the fleet,
+// and the replica that takes over is SIGKILLed in the middle of its revert. The API server's audit
+// log says who wrote which StatefulSet when, so that every write of every replica is counted per
+// object, not estimated from a client's own metrics.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+)
+
+const (
+	// leaseNamespace holds the managers' leader-election Lease, as the installed manager's own
+	// namespace does.
+	leaseNamespace = "dbtune-system"
+	// leaseName is the manager's LeaderElectionID (main.go).
+	leaseName = "scratch-operator.dbtune.io"
+	// leaseDuration is how long a Lease stays valid after its last renewal: controller-runtime's
+	// default, which the manager keeps.
+	leaseDuration = 15 * time.Second
+	// failoverQuiet is how long a phase goes on being audited after the fleet reached its end
+	// state, so that a late second write of a StatefulSet is counted too.
+	failoverQuiet = 10 * time.Second
+)
+
+// failoverResult is what failover.json holds: every run, each with an injection and a revert that
+// lost their leader.
+type failoverResult struct {
+	N int `json:"statefulSets"`
+	// KillAt is the share of the fleet done when the leader is killed.
+	KillAt float64 `json:"killAtShare"`
+	// LeaseDurationSeconds is the Lease's duration: the survivor may take over only once the dead
+	// leader's last renewal is that old.
+	LeaseDurationSeconds float64         `json:"leaseDurationSeconds"`
+	Settings             managerSettings `json:"manager"`
+	Runs                 []failoverRun   `json:"runs"`
+}
+
+type failoverRun struct {
+	Inject failoverPhase `json:"inject"`
+	Revert failoverPhase `json:"revert"`
+}
+
+// failoverPhase is one injection or revert during which the leader was killed.
+type failoverPhase struct {
+	// KilledAtSeconds is when the leader was killed, from the start of the phase, and DoneAtKill how
+	// many StatefulSets were done (injected, or reverted) at that moment.
+	KilledAtSeconds float64 `json:"killedAtSeconds"`
+	DoneAtKill      int     `json:"doneAtKill"`
+	// TakeoverSeconds is from the kill to the Lease's acquisition by the survivor (its acquireTime);
+	// FirstWriteSeconds from the kill to the survivor's first StatefulSet write the API server
+	// received.
+	TakeoverSeconds   float64 `json:"takeoverSeconds"`
+	FirstWriteSeconds float64 `json:"firstWriteSeconds"`
+	// Seconds is from the start of the phase to its end state: every StatefulSet injected exactly
+	// once and every ScratchVolume Ready, or every template back to the original and the
+	// ScratchVolumes gone.
+	Seconds float64 `json:"seconds"`
+	// Writes are the StatefulSet writes the API server received from the replicas.
+	Writes failoverWrites `json:"writes"`
+}
+
+// failoverWrites counts, from the audit log, the writes to StatefulSets (not their status) the
+// replicas sent during a phase.
+type failoverWrites struct {
+	// ByKilled and BySurvivor are the successful writes of the leader that was killed and of the
+	// replica that took over; ByOthers those of any other replica, which does not lead and so
+	// must not write.
+	ByKilled   int `json:"byKilledLeader"`
+	BySurvivor int `json:"bySurvivor"`
+	ByOthers   int `json:"byOthers"`
+	// StatefulSetsByWrites[k] is how many StatefulSets were written k times (successfully, by
+	// any replica).
+	StatefulSetsByWrites []int `json:"statefulSetsByWrites"`
+	// Refused counts the writes the API server answered with an error (a conflict, a timeout).
+	Refused int `json:"refused"`
+	// ConfigMapWrites counts the replicas' successful writes to ConfigMaps (the drop-ins).
+	ConfigMapWrites int `json:"configMapWrites"`
+}
+
+// twice is how many StatefulSets were written more than once.
+func (w failoverWrites) twice() int {
+	n := 0
+	for k, c := range w.StatefulSetsByWrites {
+		if k > 1 {
+			n += c
+		}
+	}
+	return n
+}
+
+// replica is one manager of the pair, with the user it authenticates as.
+type replica struct {
+	*manager
+	user string
+}
+
+// failoverUsers are the users the replicas run as (system:masters), one per replica a run starts;
+// the API server audits their requests.
+var failoverUsers = []string{"dbtune-manager-a", "dbtune-manager-b", "dbtune-manager-c"}
+
+// measureFailover runs cfg.runs runs at size n: an injection whose leader is killed, then a revert
+// whose new leader is killed.
+func (e *env) measureFailover(ctx context.Context, cfg config, n int) (*failoverResult, error) {
+	b := e.bench
+	res := &failoverResult{N: n, KillAt: cfg.killAt, LeaseDurationSeconds: leaseDuration.Seconds(), Settings: defaultSettings}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}
+	if err := client.IgnoreAlreadyExists(b.admin.Create(ctx, ns)); err != nil {
+		return res, err
+	}
+	if err := b.fleet.resize(ctx, n); err != nil {
+		return res, err
+	}
+	if _, err := b.waitSettled(ctx); err != nil {
+		return res, err
+	}
+	for i := range cfg.runs {
+		logf("failover at N=%d: run %d of %d (load %s)", n, i+1, cfg.runs, loadAverage())
+		r, err := e.failoverRun(ctx, cfg, n, i)
+		res.Runs = append(res.Runs, r)
+		if err != nil {
+			return res, fmt.Errorf("run %d: %w", i+1, err)
+		}
+		logf("  inject: killed at %d done, took over in %.1f s, first write %.1f s after the kill, all in %.1f s; %d written twice",
+			r.Inject.DoneAtKill, r.Inject.TakeoverSeconds, r.Inject.FirstWriteSeconds, r.Inject.Seconds, r.Inject.Writes.twice())
+		logf("  revert: killed at %d done, took over in %.1f s, first write %.1f s after the kill, all in %.1f s; %d written twice",
+			r.Revert.DoneAtKill, r.Revert.TakeoverSeconds, r.Revert.FirstWriteSeconds, r.Revert.Seconds, r.Revert.Writes.twice())
+	}
+	return res, nil
+}
+
+// failoverRun starts replicas a (the leader) and b, injects the fleet and kills a halfway; starts c,
+// reverts the fleet and kills b halfway; then stops c.
+func (e *env) failoverRun(ctx context.Context, cfg config, n, run int) (failoverRun, error) {
+	b := e.bench
+	var r failoverRun
+	var started []*replica
+	defer func() {
+		for _, rep := range started {
+			_ = rep.stop()
+		}
+	}()
+	start := func(user string) (*replica, error) {
+		rep, err := e.startReplica(ctx, user, run)
+		if err == nil {
+			started = append(started, rep)
+		}
+		return rep, err
+	}
+	a, err := start(failoverUsers[0])
+	if err != nil {
+		return r, err
+	}
+	if _, err := waitFor(ctx, "the first replica to lead", time.Minute, func() (bool, string) {
+		return a.leads(ctx), "not leading yet"
+	}); err != nil {
+		return r, err
+	}
+	standby, err := start(failoverUsers[1])
+	if err != nil {
+		return r, err
+	}
+	r.Inject, err = e.failoverPhase(ctx, cfg, n, a, standby, nil, func() error {
+		return forEach(ctx, b.fleet.namespaces, createWorkers, func(ctx context.Context, i int) error {
+			return b.admin.Create(ctx, selectorScratchVolume(fleetNamespace(i, b.fleet.namespaces)))
+		})
+	}, func() (int, bool, string) {
+		sets := b.fleet.statefulSets(ctx)
+		injected, bad := b.fleet.injectedOnce(sets, fleetScratchVolume)
+		if bad != "" {
+			return injected, false, bad
+		}
+		svs := b.fleet.scratchVolumes(ctx)
+		return injected, injected == len(sets) && countReady(svs) == b.fleet.namespaces,
+			fmt.Sprintf("%d of %d injected, %d of %d ScratchVolumes Ready", injected, len(sets), countReady(svs), b.fleet.namespaces)
+	})
+	if err != nil {
+		return r, fmt.Errorf("injection: %w", err)
+	}
+	c, err := start(failoverUsers[2])
+	if err != nil {
+		return r, err
+	}
+	r.Revert, err = e.failoverPhase(ctx, cfg, n, standby, c, a, func() error {
+		return forEach(ctx, b.fleet.namespaces, createWorkers, func(ctx context.Context, i int) error {
+			return b.admin.DeleteAllOf(ctx, &v1alpha1.ScratchVolume{}, client.InNamespace(fleetNamespace(i, b.fleet.namespaces)),
+				client.MatchingLabels{benchLabel: "fleet"})
+		})
+	}, func() (int, bool, string) {
+		sets := b.fleet.statefulSets(ctx)
+		reverted := len(sets) - countInjected(sets, "")
+		diverged := b.fleet.diverged(sets)
+		left := len(b.fleet.scratchVolumes(ctx))
+		return reverted, len(diverged) == 0 && left == 0,
+			fmt.Sprintf("%d of %d reverted, %d differ from their original template, %d ScratchVolumes left", reverted, len(sets), len(diverged), left)
+	})
+	if err != nil {
+		return r, fmt.Errorf("revert: %w", err)
+	}
+	return r, nil
+}
+
+// startReplica starts a manager with leader election, authenticated as user.
+func (e *env) startReplica(ctx context.Context, user string, run int) (*replica, error) {
+	kubeconfig, err := e.cluster.UserKubeconfig(user, "system:masters")
+	if err != nil {
+		return nil, err
+	}
+	m, err := startManager(ctx, e.cluster, e.manager, fmt.Sprintf("manager-failover-%d-%s", run+1, user), defaultSettings,
+		e.bench.cfg.resync, e.bench.cfg.goMemLimit, launch{
+			kubeconfig: kubeconfig,
+			args:       []string{"--leader-elect", "--leader-election-namespace=" + leaseNamespace},
+		})
+	if err != nil {
+		return nil, err
+	}
+	return &replica{manager: m, user: user}, nil
+}
+
+// leads says whether the replica holds the Lease, by its own leader-election metric.
+func (r *replica) leads(ctx context.Context) bool {
+	s, err := r.scrape(ctx)
+	return err == nil && s.sum("leader_election_master_status", func(l map[string]string) bool { return l["name"] == leaseName }) == 1
+}
+
+// failoverPhase begins a phase with leader and standby running (and gone, a replica killed
+// earlier, whose writes count as the killed leader's), kills the leader once cfg.killAt of the
+// fleet is done, and waits until check says the end state is reached. check returns how many
+// StatefulSets are done, whether the phase is over, and where it stands.
+func (e *env) failoverPhase(ctx context.Context, cfg config, n int, leader, standby, gone *replica, begin func() error,
+	check func() (done int, over bool, status string),
+) (failoverPhase, error) {
+	var p failoverPhase
+	if !leader.leads(ctx) {
+		return p, fmt.Errorf("replica %s does not lead", leader.user)
+	}
+	before, err := e.lease(ctx)
+	if err != nil {
+		return p, err
+	}
+	from, err := auditOffset(e.cluster.AuditLog())
+	if err != nil {
+		return p, err
+	}
+	start := time.Now()
+	if err := begin(); err != nil {
+		return p, err
+	}
+	killAt := int(math.Ceil(cfg.killAt * float64(n)))
+	if _, err := waitFor(ctx, fmt.Sprintf("%d StatefulSets to be done before the kill", killAt), cfg.timeout, func() (bool, string) {
+		done, over, status := check()
+		p.DoneAtKill = done
+		return done >= killAt || over, status
+	}); err != nil {
+		return p, err
+	}
+	if p.DoneAtKill >= n {
+		return p, fmt.Errorf("the whole fleet was done before the leader could be killed (%d of %d); lower -kill-at", p.DoneAtKill, n)
+	}
+	if err := leader.proc.Kill(); err != nil {
+		return p, err
+	}
+	killed := time.Now()
+	p.KilledAtSeconds = killed.Sub(start).Seconds()
+	logf("  killed leader %s with %d of %d done, %.1f s in", leader.user, p.DoneAtKill, n, p.KilledAtSeconds)
+	if _, err := waitFor(ctx, "another replica to take the Lease", 2*leaseDuration+time.Minute, func() (bool, string) {
+		l, err := e.lease(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		if ptrString(l.Spec.HolderIdentity) == ptrString(before.Spec.HolderIdentity) || l.Spec.AcquireTime == nil {
+			return false, "still held by " + ptrString(l.Spec.HolderIdentity)
+		}
+		p.TakeoverSeconds = l.Spec.AcquireTime.Sub(killed).Seconds()
+		return true, ""
+	}); err != nil {
+		return p, err
+	}
+	if !standby.leads(ctx) {
+		return p, fmt.Errorf("the Lease changed hands, but replica %s does not lead", standby.user)
+	}
+	if _, err := waitFor(ctx, "the fleet to reach its end state", cfg.timeout, func() (bool, string) {
+		_, over, status := check()
+		return over, status
+	}); err != nil {
+		return p, err
+	}
+	p.Seconds = time.Since(start).Seconds()
+	// Late writes are what the count is for: give them time to happen.
+	if err := sleepUntil(ctx, time.Now().Add(failoverQuiet)); err != nil {
+		return p, err
+	}
+	events, err := readAudit(e.cluster.AuditLog(), from)
+	if err != nil {
+		return p, err
+	}
+	killedBy := map[string]bool{leader.user: true}
+	if gone != nil {
+		killedBy[gone.user] = true
+	}
+	var wrote bool
+	p.Writes, p.FirstWriteSeconds, wrote = countFailoverWrites(events, n, killedBy, standby.user, killed)
+	switch {
+	case !wrote:
+		return p, fmt.Errorf("replica %s took over but wrote no StatefulSet: the audit log holds none of its writes", standby.user)
+	case p.FirstWriteSeconds < 0:
+		return p, fmt.Errorf("replica %s wrote a StatefulSet %.1f s before the leader was killed, while it did not lead", standby.user, -p.FirstWriteSeconds)
+	}
+	return p, nil
+}
+
+// lease reads the managers' leader-election Lease.
+func (e *env) lease(ctx context.Context) (*coordinationv1.Lease, error) {
+	l := &coordinationv1.Lease{}
+	err := e.bench.admin.Get(ctx, client.ObjectKey{Namespace: leaseNamespace, Name: leaseName}, l)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("no Lease %s/%s: the replicas do not elect a leader", leaseNamespace, leaseName)
+	}
+	return l, err
+}
+
+func ptrString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

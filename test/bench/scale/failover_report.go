@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/dbtune/scratch-operator/test/bench/chart"
+)
+
+// failoverChart draws every run of every size: how long after the SIGKILL the survivor took the
+// Lease and wrote, against the Lease's duration, and who wrote the StatefulSets.
+func (r *results) failoverChart() *chart.Chart {
+	ch := &chart.Chart{
+		Title:    "Leader failover: the leader SIGKILLed mid-injection and mid-revert, every run",
+		Series:   []string{"Lease taken by the survivor", "survivor's first StatefulSet write", "written by the killed leader", "written by the survivor", "written twice"},
+		Machine:  fmt.Sprintf("%d CPUs, %.0f GiB, Linux %s; local control plane", r.Machine.CPUs, r.Machine.MemoryGiB, r.Machine.Kernel),
+		Measured: r.Generated,
+		Notes:    "Two manager replicas with leader election (Lease duration 15 s, controller-runtime's defaults); times from the SIGKILL. Writes: StatefulSet writes the API server's audit log holds, by replica.",
+	}
+	takeover := chart.Panel{Title: "takeover after SIGKILL\n(the Lease's duration shaded)", ValueAxis: "seconds after the kill", Band: &chart.Band{Low: 0, High: leaseDuration.Seconds(), Label: "Lease duration"}}
+	writes := chart.Panel{Title: "StatefulSet writes\n(one per StatefulSet is the ideal)", ValueAxis: "StatefulSets"}
+	nan := chart.Bar{Value: math.NaN()}
+	for _, f := range r.Failover {
+		for i, run := range f.Runs {
+			for _, ph := range []struct {
+				name string
+				p    failoverPhase
+			}{{"inject", run.Inject}, {"revert", run.Revert}} {
+				label := fmt.Sprintf("N=%d run %d\n%s", f.N, i+1, ph.name)
+				takeover.Groups = append(takeover.Groups, chart.Group{Label: label, Bars: []chart.Bar{
+					{Value: ph.p.TakeoverSeconds, Label: fmt.Sprintf("%.1f", ph.p.TakeoverSeconds)},
+					{Value: ph.p.FirstWriteSeconds, Label: fmt.Sprintf("%.1f", ph.p.FirstWriteSeconds)},
+				}})
+				twice := ph.p.Writes.twice()
+				writes.Groups = append(writes.Groups, chart.Group{Label: label, Bars: []chart.Bar{nan, nan,
+					{Value: float64(ph.p.Writes.ByKilled)}, {Value: float64(ph.p.Writes.BySurvivor)},
+					{Value: float64(twice), Highlight: twice > 0},
+				}})
+			}
+		}
+	}
+	ch.Panels = []chart.Panel{takeover, writes}
+	return ch
+}
+
+// failoverMarkdown tabulates every failover run.
+func (r *results) failoverMarkdown() string {
+	var b strings.Builder
+	for _, f := range r.Failover {
+		fmt.Fprintf(&b, "\nLeader failover at N=%d: two replicas with leader election (Lease duration %.0f s); the leader SIGKILLed once %.0f%% of the fleet was done, in the injection and again in the revert; every run:\n\n",
+			f.N, f.LeaseDurationSeconds, 100*f.KillAt)
+		b.WriteString("| run | phase | killed at (done) | Lease taken after the kill | survivor's first write after the kill | end state reached | StatefulSet writes: killed leader / survivor / other | StatefulSets written 0 / 1 / 2+ times | refused writes | drop-in ConfigMap writes |\n")
+		b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for i, run := range f.Runs {
+			for _, ph := range []struct {
+				name string
+				p    failoverPhase
+			}{{"inject", run.Inject}, {"revert", run.Revert}} {
+				w := ph.p.Writes
+				fmt.Fprintf(&b, "| %d | %s | %s (%d) | %s | %s | %s | %d / %d / %d | %d / %d / %d | %d | %d |\n",
+					i+1, ph.name, secs(ph.p.KilledAtSeconds), ph.p.DoneAtKill, secs(ph.p.TakeoverSeconds), secs(ph.p.FirstWriteSeconds),
+					secs(ph.p.Seconds), w.ByKilled, w.BySurvivor, w.ByOthers, w.times(0), w.times(1), w.twice(), w.Refused, w.ConfigMapWrites)
+			}
+		}
+	}
+	return b.String()
+}
+
+// times is how many StatefulSets were written k times.
+func (w failoverWrites) times(k int) int {
+	if k < len(w.StatefulSetsByWrites) {
+		return w.StatefulSetsByWrites[k]
+	}
+	return 0
+}
+
+// rolloutMarkdown tabulates every rollout run, paced and unpaced.
+func (r *results) rolloutMarkdown() string {
+	if len(r.Rollouts) == 0 {
+		return ""
+	}
+	ro := r.Rollouts[0]
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nRollout runs: %d StatefulSets with %d pod each on kwok nodes (pods Running %s after creation), one selector ScratchVolume per namespace; every run, in the order run:\n\n",
+		ro.StatefulSets, ro.Replicas, secs(ro.PodsRunningSeconds))
+	b.WriteString("| manager | injected | Ready (every pod replaced) | most StatefulSets rolling at once | reverted | rolled back | StatefulSet writes per StatefulSet | peak RSS |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, ro := range r.Rollouts {
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %.2f | %.0f MiB |\n", ro.Settings.Name, secs(ro.Inject.Seconds), secs(ro.Inject.ReadySeconds),
+			ro.Inject.MaxRolling, secs(ro.Revert.Seconds), secs(ro.RevertRolledOutSeconds), ro.Inject.StatefulSetWrites/float64(ro.StatefulSets), ro.Memory.PeakRSSMiB)
+	}
+	return b.String()
+}
