@@ -35,8 +35,8 @@ func TestCountFailoverWrites(t *testing.T) {
 		line(a, "patch", "configmaps", "", "db-1-cnf", 201, -3),
 		line(a, "patch", "statefulsets", "", "db-2", 200, -0.5),
 		line(a, "patch", "statefulsets", "status", "db-2", 200, -0.4), // not a write to the StatefulSet
-		line(b, "get", "statefulsets", "", "db-2", 200, 1),           // not a write
-		line(b, "patch", "statefulsets", "", "db-2", 200, 16.5),      // db-2 a second time
+		line(b, "get", "statefulsets", "", "db-2", 200, 1),            // not a write
+		line(b, "patch", "statefulsets", "", "db-2", 200, 16.5),       // db-2 a second time
 		line(b, "patch", "statefulsets", "", "db-3", 200, 15.2),
 		line(b, "patch", "statefulsets", "", "db-4", 409, 15.0), // refused
 		line(c, "patch", "statefulsets", "", "db-5", 200, 17),

@@ -166,7 +166,7 @@ func setUp(ctx context.Context, cfg config) (*env, error) {
 	e.cluster, err = localcluster.Start(ctx, localcluster.Options{
 		BinDir: binDir, Dir: filepath.Join(dir, "cluster"), Nodes: nodes, PersistentVolumes: cfg.rollout,
 		AuditUsers: auditedUsers(cfg),
-		Logf: func(format string, args ...any) { logf(format, args...) },
+		Logf:       func(format string, args ...any) { logf(format, args...) },
 	})
 	if buildErr := <-built; err == nil {
 		err = buildErr
