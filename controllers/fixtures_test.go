@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -76,20 +75,12 @@ func create(t *testing.T, e *testenv.Env, objs ...client.Object) {
 
 func getSTS(t *testing.T, e *testenv.Env, ns, name string) *appsv1.StatefulSet {
 	t.Helper()
-	sts := &appsv1.StatefulSet{}
-	if err := e.Client.Get(ctxFor(t), client.ObjectKey{Namespace: ns, Name: name}, sts); err != nil {
-		t.Fatalf("get StatefulSet: %v", err)
-	}
-	return sts
+	return testenv.Get[appsv1.StatefulSet](t, e.Client, ns, name)
 }
 
 func getSV(t *testing.T, e *testenv.Env, ns, name string) *v1alpha1.ScratchVolume {
 	t.Helper()
-	sv := &v1alpha1.ScratchVolume{}
-	if err := e.Client.Get(ctxFor(t), client.ObjectKey{Namespace: ns, Name: name}, sv); err != nil {
-		t.Fatalf("get ScratchVolume: %v", err)
-	}
-	return sv
+	return testenv.Get[v1alpha1.ScratchVolume](t, e.Client, ns, name)
 }
 
 // conditionIs returns "" when the ScratchVolume's condition has the status and reason, else why not.
@@ -144,30 +135,14 @@ func findMount(c *corev1.Container, mountPath string) *corev1.VolumeMount {
 }
 
 // updateSV applies mutate to the latest ScratchVolume "tmp" (every test here names its one that way)
-// and writes it, again when the controller wrote the object meanwhile (it patches status
-// concurrently, which moves the resourceVersion).
+// and writes it.
 func updateSV(t *testing.T, e *testenv.Env, ns string, mutate func(*v1alpha1.ScratchVolume)) {
 	t.Helper()
-	const name = "tmp"
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		sv := getSV(t, e, ns, name)
-		mutate(sv)
-		return e.Client.Update(ctxFor(t), sv)
-	})
-	if err != nil {
-		t.Fatalf("failed to update ScratchVolume %s: %v", name, err)
-	}
+	testenv.Update(t, e.Client, ns, "tmp", mutate)
 }
 
 // updateSTS is updateSV for a StatefulSet, which the controller may be writing too.
 func updateSTS(t *testing.T, e *testenv.Env, ns, name string, mutate func(*appsv1.StatefulSet)) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		sts := getSTS(t, e, ns, name)
-		mutate(sts)
-		return e.Client.Update(ctxFor(t), sts)
-	})
-	if err != nil {
-		t.Fatalf("failed to update StatefulSet %s: %v", name, err)
-	}
+	testenv.Update(t, e.Client, ns, name, mutate)
 }

@@ -2,21 +2,14 @@ package controllers_test
 
 import (
 	"context"
-	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-
 	"github.com/dbtune/scratch-operator/controllers"
 	"github.com/dbtune/scratch-operator/test/testenv"
+	"github.com/dbtune/scratch-operator/test/testmanager"
 )
 
 // writeWarWindow is the test manager's write-war window (10 minutes in the product).
@@ -27,8 +20,8 @@ const progressDeadline = 8 * time.Second
 
 var (
 	env *testenv.Env
-	// writes counts the controller's StatefulSet writes per namespace/name.
-	writes = &writeCounter{n: map[string]int{}}
+	// writes counts the controller's writes.
+	writes dbWrites
 
 	managerOnce sync.Once
 	managerErr  error
@@ -40,93 +33,36 @@ func TestMain(m *testing.M) {
 }
 
 // startManager runs the real manager (same cache options and reconciler as the binary) against the
-// test API server, once per package, with a transport that counts its StatefulSet writes.
+// test API server, once per package, with its writes counted.
 func startManager(t *testing.T) *testenv.Env {
 	t.Helper()
 	e := testenv.Require(t, env)
-	managerOnce.Do(func() { managerErr = runManager(e) })
+	managerOnce.Do(func() {
+		var m *testmanager.Manager
+		m, managerErr = testmanager.Start(e.Config, e.Scheme, func(r *controllers.ScratchVolumeReconciler) {
+			// The default rule with a window short enough for a test to see a fight end.
+			r.WriteWar = controllers.WriteWarRule{Restores: controllers.DefaultWriteWarRestores, Window: writeWarWindow}
+			// No pacing but where a ScratchVolume asks for it (envtest runs no StatefulSet
+			// controller, so nothing ever rolls out by itself), with a deadline short enough to
+			// see a rollout stop.
+			r.ProgressDeadline = progressDeadline
+		})
+		if managerErr == nil {
+			writes = dbWrites{m.Writes}
+			stopManager = func() { _ = m.Stop() }
+		}
+	})
 	if managerErr != nil {
 		t.Fatalf("failed to start the manager: %v", managerErr)
 	}
 	return e
 }
 
-func runManager(e *testenv.Env) error {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
-	cfg := rest.CopyConfig(e.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{rt: rt, c: writes} })
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 e.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  controllers.CacheOptions(nil),
-	})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	stopManager = func() { cancel(); <-done }
-	r := &controllers.ScratchVolumeReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("scratch-operator"),
-		APIReader:               mgr.GetAPIReader(),
-		MaxConcurrentReconciles: 4,
-		// The default rule with a window short enough for a test to see a fight end.
-		WriteWar: controllers.WriteWarRule{Restores: controllers.DefaultWriteWarRestores, Window: writeWarWindow},
-		// No pacing but where a ScratchVolume asks for it (envtest runs no StatefulSet controller,
-		// so nothing ever rolls out by itself), with a deadline short enough to see a rollout stop.
-		ProgressDeadline: progressDeadline,
-	}
-	if err := r.SetupWithManager(ctx, mgr); err != nil {
-		return err
-	}
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			panic(err)
-		}
-	}()
-	return nil
-}
+// dbWrites are the manager's writes, read for the StatefulSet every test here names "db".
+type dbWrites struct{ *testmanager.Writes }
 
-// zapLevel keeps the manager quiet unless DBTUNE_TEST_VERBOSE=1.
-func zapLevel() zapcore.Level {
-	if os.Getenv("DBTUNE_TEST_VERBOSE") == "1" {
-		return zapcore.DebugLevel
-	}
-	return zapcore.ErrorLevel
-}
-
-// writeCounter counts PATCH/PUT requests to StatefulSets made by the controller.
-type writeCounter struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-// get returns the writes to the StatefulSet "db" of namespace ns, the name every test here uses.
-func (w *writeCounter) get(ns string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.n[ns+"/db"]
-}
-
-type countingTransport struct {
-	rt http.RoundTripper
-	c  *writeCounter
-}
-
-func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodPatch || req.Method == http.MethodPut {
-		parts := strings.Split(req.URL.Path, "/")
-		// /apis/apps/v1/namespaces/NS/statefulsets/NAME
-		if len(parts) == 8 && parts[6] == "statefulsets" {
-			t.c.mu.Lock()
-			t.c.n[parts[5]+"/"+parts[7]]++
-			t.c.mu.Unlock()
-		}
-	}
-	return t.rt.RoundTrip(req)
-}
+// get returns the writes to the StatefulSet "db" of namespace ns.
+func (w dbWrites) get(ns string) int { return w.Count("statefulsets", ns, "db") }
 
 // waitTimeout is how long testenv.Eventually waits here for the controller to act.
 const waitTimeout = 20 * time.Second

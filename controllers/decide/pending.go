@@ -16,6 +16,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
@@ -53,7 +54,13 @@ type Applying string
 // TemplateHash is a short hash of sts's pod template as its owner wrote it, without the
 // controller's entries: a change of it is an edit of the StatefulSet, which rolls the pods anyway.
 func TemplateHash(sts *appsv1.StatefulSet) string {
-	raw, _ := json.Marshal(inject.Strip(sts.Spec.Template)) // a pod template always marshals
+	user := inject.Strip(sts.Spec.Template)
+	return userTemplateHash(&user)
+}
+
+// userTemplateHash is TemplateHash of the template its owner wrote, already stripped.
+func userTemplateHash(user *corev1.PodTemplateSpec) string {
+	raw, _ := json.Marshal(user) // a pod template always marshals
 	return shortHash(raw)
 }
 
@@ -85,6 +92,7 @@ func applied(sv *v1alpha1.ScratchVolume, target, carried string) *v1alpha1.Appli
 // carries, like a blocked one; the others are marked with why they are written.
 func gate(outcomes map[string]*Outcome, sts *appsv1.StatefulSet, g Gate) {
 	var th string
+	var user *corev1.PodTemplateSpec // sts's template as its owner wrote it, stripped once
 	for _, o := range outcomes {
 		if o.Plan == nil {
 			continue
@@ -101,8 +109,9 @@ func gate(outcomes map[string]*Outcome, sts *appsv1.StatefulSet, g Gate) {
 			continue
 		}
 		carried, had := sts.Spec.Template.Annotations[o.SV.InjectionAnnotation()]
-		if th == "" {
-			th = TemplateHash(sts)
+		if user == nil {
+			stripped := inject.Strip(sts.Spec.Template)
+			user, th = &stripped, userTemplateHash(&stripped)
 		}
 		o.TemplateHash = th
 		if !had || carried == o.Hash {
@@ -112,7 +121,7 @@ func gate(outcomes map[string]*Outcome, sts *appsv1.StatefulSet, g Gate) {
 		if rec != nil && userEdited(rec, o.SV, th) {
 			continue // the user edited the ScratchVolume or the StatefulSet since
 		}
-		change := describe(o, sts, rec, g)
+		change := describe(o, sts, user, rec, g)
 		if why := urgent(o, sts.Name); why != "" {
 			o.Applying, o.Urgent = Applying(why), true
 			continue
@@ -210,10 +219,11 @@ func urgent(o *Outcome, target string) string {
 		strings.Join(moved, ", "))
 }
 
-// describe is the pending change o's plan makes to sts: what it changes, why, and its ID.
-func describe(o *Outcome, sts *appsv1.StatefulSet, rec *v1alpha1.AppliedConfig, g Gate) *v1alpha1.PendingChange {
+// describe is the pending change o's plan makes to sts, whose owner wrote the template user: what
+// it changes, why, and its ID.
+func describe(o *Outcome, sts *appsv1.StatefulSet, user *corev1.PodTemplateSpec, rec *v1alpha1.AppliedConfig, g Gate) *v1alpha1.PendingChange {
 	before := inject.Observed(&sts.Spec.Template).For(o.SV.Name)
-	after := withoutHash(inject.Desired([]*inject.Plan{o.Plan}).WithAnnotations(statesFor(o, sts)), o.SV)
+	after := withoutHash(inject.Desired([]*inject.Plan{o.Plan}).WithAnnotations(statesFor(o, sts, user)), o.SV)
 	changes := entryChanges(withoutHash(before, o.SV), after)
 	if o.Plan.ConfigVolume != nil {
 		var data map[string]string
@@ -245,10 +255,10 @@ func describe(o *Outcome, sts *appsv1.StatefulSet, rec *v1alpha1.AppliedConfig, 
 	return c
 }
 
-// statesFor is the state annotation o's plan would leave on sts, when it changes a container.
-func statesFor(o *Outcome, sts *appsv1.StatefulSet) map[string]string {
-	user := inject.Strip(sts.Spec.Template)
-	_, states := inject.Overrides(&user, &sts.Spec.Template, []*inject.Plan{o.Plan}, nil)
+// statesFor is the state annotation o's plan would leave on sts, whose owner wrote the template
+// user, when it changes a container.
+func statesFor(o *Outcome, sts *appsv1.StatefulSet, user *corev1.PodTemplateSpec) map[string]string {
+	_, states := inject.Overrides(user, &sts.Spec.Template, []*inject.Plan{o.Plan}, nil)
 	out := map[string]string{}
 	if v, ok := states[o.SV.StateAnnotation()]; ok {
 		out[o.SV.StateAnnotation()] = v

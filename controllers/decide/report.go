@@ -65,6 +65,8 @@ type Report struct {
 	// containers are the containers that got the volume, by target, for checking a recommended
 	// size against their memory limits.
 	containers map[string]*corev1.Container
+	// lastIndex finds a target's entry in the last status by name; built on first use.
+	lastIndex map[string]int
 }
 
 type finding struct{ target, reason, message string }
@@ -189,10 +191,16 @@ func (rep *Report) waitingForSlot(sts *appsv1.StatefulSet, o *Outcome, ts *v1alp
 
 // last is target's entry in the last status, nil when it had none.
 func (rep *Report) last(target string) *v1alpha1.ScratchTargetStatus {
-	for i := range rep.sv.Status.Targets {
-		if rep.sv.Status.Targets[i].Name == target {
-			return &rep.sv.Status.Targets[i]
+	if rep.lastIndex == nil {
+		rep.lastIndex = make(map[string]int, len(rep.sv.Status.Targets))
+		for i := range rep.sv.Status.Targets {
+			if _, dup := rep.lastIndex[rep.sv.Status.Targets[i].Name]; !dup {
+				rep.lastIndex[rep.sv.Status.Targets[i].Name] = i
+			}
 		}
+	}
+	if i, ok := rep.lastIndex[target]; ok {
+		return &rep.sv.Status.Targets[i]
 	}
 	return nil
 }

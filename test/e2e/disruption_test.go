@@ -14,6 +14,7 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/test/localcluster"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // The tests in this file stop parts of the system under everything else, so they do not call
@@ -129,8 +130,7 @@ func TestAPIServerRestartUnderTheManager(t *testing.T) {
 func (s *suite) waitForLeaseRenewal(t *testing.T) {
 	t.Helper()
 	get := func() *coordinationv1.Lease {
-		lease := &coordinationv1.Lease{}
-		s.get(t, systemNamespace, leaseName, lease)
+		lease := testenv.Get[coordinationv1.Lease](t, s.admin, systemNamespace, leaseName)
 		return lease
 	}
 	first := get().Spec.RenewTime

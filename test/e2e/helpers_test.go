@@ -138,25 +138,14 @@ func eventually(t *testing.T, what string, check func() (bool, string)) {
 	})
 }
 
-func (s *suite) get(t *testing.T, ns, name string, obj client.Object) {
-	t.Helper()
-	if err := s.admin.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
-		t.Fatalf("failed to get %T %s/%s: %v", obj, ns, name, err)
-	}
-}
-
 func (s *suite) statefulSet(t *testing.T, ns, name string) *appsv1.StatefulSet {
 	t.Helper()
-	sts := &appsv1.StatefulSet{}
-	s.get(t, ns, name, sts)
-	return sts
+	return testenv.Get[appsv1.StatefulSet](t, s.admin, ns, name)
 }
 
 func (s *suite) scratchVolume(t *testing.T, ns, name string) *v1alpha1.ScratchVolume {
 	t.Helper()
-	sv := &v1alpha1.ScratchVolume{}
-	s.get(t, ns, name, sv)
-	return sv
+	return testenv.Get[v1alpha1.ScratchVolume](t, s.admin, ns, name)
 }
 
 // applyStatefulSet applies a StatefulSet manifest with kubectl and waits until its pods run.

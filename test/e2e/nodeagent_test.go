@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // TestNodeIOProfileForTheAgentsNode waits for the agent's first probe to be published as the
@@ -22,8 +23,7 @@ func TestNodeIOProfileForTheAgentsNode(t *testing.T) {
 	s := requireSuite(t)
 	t.Parallel()
 	profile := s.waitProbed(t, nil)
-	node := &corev1.Node{}
-	s.get(t, "", agentNode, node)
+	node := testenv.Get[corev1.Node](t, s.admin, "", agentNode)
 	if len(profile.OwnerReferences) != 1 || profile.OwnerReferences[0].Kind != "Node" || profile.OwnerReferences[0].UID != node.UID {
 		t.Errorf("NodeIOProfile %s is not owned by Node %s (uid %s): %+v", profile.Name, node.Name, node.UID, profile.OwnerReferences)
 	}

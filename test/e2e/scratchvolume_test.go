@@ -15,6 +15,7 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/mysql"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // TestInjectionRollsPodsOntoTheNewTemplate applies the MariaDB sample and then its ScratchVolume
@@ -36,8 +37,7 @@ func TestInjectionRollsPodsOntoTheNewTemplate(t *testing.T) {
 	if len(sv.Status.Targets) != 1 || sv.Status.InjectedTargets != 1 || sv.Status.Targets[0].UpdatedReplicas != replicas(sts) {
 		t.Errorf("the status does not report one injected, rolled-out target: %+v", sv.Status)
 	}
-	cm := &corev1.ConfigMap{}
-	s.get(t, ns, sv.ConfigMapName(sts.Name), cm)
+	cm := testenv.Get[corev1.ConfigMap](t, s.admin, ns, sv.ConfigMapName(sts.Name))
 	if data := cm.Data[mysql.DropInFileName]; !strings.Contains(data, "tmpdir") || !strings.Contains(data, sv.EffectiveMountPath()) {
 		t.Errorf("the drop-in ConfigMap does not point tmpdir at %s:\n%s", sv.EffectiveMountPath(), data)
 	}

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -283,36 +282,23 @@ func newStatefulSet(ns, name string, optIn bool) *appsv1.StatefulSet {
 // setOptIn adds or removes the opt-in label, as the StatefulSet's owner would.
 func setOptIn(t *testing.T, c *cluster, ns, name string, optIn bool) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		sts := getSTS(t, c, ns, name)
+	testenv.Update(t, c.admin, ns, name, func(sts *appsv1.StatefulSet) {
 		if optIn {
 			metav1.SetMetaDataLabel(&sts.ObjectMeta, v1alpha1.ScratchOptInLabel, "true")
 		} else {
 			delete(sts.Labels, v1alpha1.ScratchOptInLabel)
 		}
-		return c.admin.Update(ctxFor(t), sts)
 	})
-	if err != nil {
-		t.Fatalf("failed to label StatefulSet %s: %v", name, err)
-	}
 }
 
 func getSTS(t *testing.T, c *cluster, ns, name string) *appsv1.StatefulSet {
 	t.Helper()
-	sts := &appsv1.StatefulSet{}
-	if err := c.admin.Get(ctxFor(t), client.ObjectKey{Namespace: ns, Name: name}, sts); err != nil {
-		t.Fatalf("get StatefulSet %s: %v", name, err)
-	}
-	return sts
+	return testenv.Get[appsv1.StatefulSet](t, c.admin, ns, name)
 }
 
 func getSV(t *testing.T, c *cluster, ns, name string) *v1alpha1.ScratchVolume {
 	t.Helper()
-	sv := &v1alpha1.ScratchVolume{}
-	if err := c.admin.Get(ctxFor(t), client.ObjectKey{Namespace: ns, Name: name}, sv); err != nil {
-		t.Fatalf("get ScratchVolume %s: %v", name, err)
-	}
-	return sv
+	return testenv.Get[v1alpha1.ScratchVolume](t, c.admin, ns, name)
 }
 
 // carries reports whether StatefulSet name's pod template has ScratchVolume sv's annotation.

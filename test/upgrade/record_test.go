@@ -19,6 +19,7 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/test/testenv"
+	"github.com/dbtune/scratch-operator/test/testmanager"
 )
 
 var (
@@ -39,8 +40,7 @@ func TestRecordRelease(t *testing.T) {
 	e := testenv.Require(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	stop := runManager(ctx, t, e.Config, e.Scheme, &writeCounter{n: map[string]int{}}, nil)
-	defer stop()
+	testmanager.Run(t, e.Config, e.Scheme, nil)
 
 	stss, svs := fleet()
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleetNamespace}}); err != nil {

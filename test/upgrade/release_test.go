@@ -7,31 +7,20 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
-	"github.com/dbtune/scratch-operator/controllers"
 )
 
 // release is one recorded set, testdata/<dir>.
@@ -111,89 +100,6 @@ func stored(m *metav1.ObjectMeta) {
 	m.UID, m.ResourceVersion, m.Generation, m.CreationTimestamp = "", "", 0, metav1.Time{}
 	for i := range m.OwnerReferences {
 		m.OwnerReferences[i].UID = ""
-	}
-}
-
-// writeCounter counts PATCH, PUT, POST and DELETE requests per resource and name.
-type writeCounter struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (w *writeCounter) get(resource string) map[string]int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range w.n {
-		if strings.HasPrefix(k, resource+"/") {
-			out[strings.TrimPrefix(k, resource+"/")] = v
-		}
-	}
-	return out
-}
-
-type countingTransport struct {
-	rt http.RoundTripper
-	c  *writeCounter
-}
-
-func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodGet {
-		// /api(s)/…/namespaces/NS/RESOURCE[/NAME[/SUBRESOURCE]]
-		parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
-		if i := slices.Index(parts, "namespaces"); i >= 0 && len(parts) > i+2 {
-			key := parts[i+2]
-			if len(parts) > i+3 {
-				key += "/" + parts[i+3]
-			}
-			if len(parts) > i+4 {
-				key += "/" + parts[i+4]
-			}
-			t.c.mu.Lock()
-			t.c.n[key]++
-			t.c.mu.Unlock()
-		}
-	}
-	return t.rt.RoundTrip(req)
-}
-
-var logOnce sync.Once
-
-// runManager runs the manager's ScratchVolume controller as the binary sets it up, its writes
-// counted, until ctx ends; it returns a function that waits for it to stop.
-func runManager(ctx context.Context, t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, c *writeCounter, setup func(*controllers.ScratchVolumeReconciler)) func() {
-	t.Helper()
-	logOnce.Do(func() { ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel))) })
-	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{rt: rt, c: c} })
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: controllers.CacheOptions(nil),
-		// Each test runs a manager of its own against its own API server.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatalf("failed to create the manager: %v", err)
-	}
-	r := &controllers.ScratchVolumeReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("scratch-operator"), APIReader: mgr.GetAPIReader(),
-		MaxConcurrentReconciles: 4,
-	}
-	if setup != nil {
-		setup(r)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	if err := r.SetupWithManager(ctx, mgr); err != nil {
-		cancel()
-		t.Fatalf("failed to set up the controller: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
 	}
 }
 

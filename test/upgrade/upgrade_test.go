@@ -21,6 +21,7 @@ import (
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers"
 	"github.com/dbtune/scratch-operator/test/testenv"
+	"github.com/dbtune/scratch-operator/test/testmanager"
 )
 
 // nextVersion is the version the manager under test reports, told apart from the recorded ones.
@@ -77,9 +78,7 @@ func TestUpgradeWritesNothing(t *testing.T) {
 			servedAndValid(ctx, t, cl.client, rel)
 			generations := statefulSetGenerations(ctx, t, cl.client)
 
-			writes := &writeCounter{n: map[string]int{}}
-			stop := runManager(ctx, t, cl.env.Config, cl.client.Scheme(), writes, func(r *controllers.ScratchVolumeReconciler) { r.Version = nextVersion })
-			defer stop()
+			writes := testmanager.Run(t, cl.env.Config, cl.client.Scheme(), func(r *controllers.ScratchVolumeReconciler) { r.Version = nextVersion }).Writes
 			testenv.Eventually(t, time.Minute, func() string { return notAdopted(ctx, t, cl.client) })
 			testenv.Consistently(t, 3*time.Second, func() string {
 				if why := nothingWritten(ctx, t, cl.client, writes, generations); why != "" {
@@ -101,12 +100,12 @@ func TestUpgradeWritesNothing(t *testing.T) {
 
 // nothingWritten says what the manager wrote, "" when it wrote no StatefulSet and no ConfigMap
 // and every StatefulSet is at the generation it had.
-func nothingWritten(ctx context.Context, t *testing.T, c client.Client, writes *writeCounter, generations map[string]int64) string {
+func nothingWritten(ctx context.Context, t *testing.T, c client.Client, writes *testmanager.Writes, generations map[string]int64) string {
 	t.Helper()
-	if w := writes.get("statefulsets"); len(w) > 0 {
+	if w := writes.Of("statefulsets", fleetNamespace); len(w) > 0 {
 		return fmt.Sprintf("the manager wrote StatefulSets: %v", w)
 	}
-	if w := writes.get("configmaps"); len(w) > 0 {
+	if w := writes.Of("configmaps", fleetNamespace); len(w) > 0 {
 		return fmt.Sprintf("the manager wrote ConfigMaps: %v", w)
 	}
 	if now := statefulSetGenerations(ctx, t, c); !equalMaps(now, generations) {
@@ -160,14 +159,12 @@ func TestRenderingChangeWaitsForTheUser(t *testing.T) {
 	defer cancel()
 	cl := startWith(ctx, t, rel)
 	generations := statefulSetGenerations(ctx, t, cl.client)
-	writes := &writeCounter{n: map[string]int{}}
-	stop := runManager(ctx, t, cl.env.Config, cl.client.Scheme(), writes, func(r *controllers.ScratchVolumeReconciler) { r.Version = nextVersion })
-	defer stop()
+	writes := testmanager.Run(t, cl.env.Config, cl.client.Scheme(), func(r *controllers.ScratchVolumeReconciler) { r.Version = nextVersion }).Writes
 	testenv.Eventually(t, time.Minute, func() string { return notAdopted(ctx, t, cl.client) })
 
 	// Held back and reported, nothing written.
 	testenv.Consistently(t, 3*time.Second, func() string { return nothingWritten(ctx, t, cl.client, writes, generations) })
-	mariadb := scratchVolume(ctx, t, cl.client, "mariadb")
+	mariadb := scratchVolume(t, cl.client, "mariadb")
 	if why := conditionIs(mariadb, v1alpha1.ConditionChangesPending, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval); why != "" {
 		t.Fatal(why)
 	}
@@ -181,7 +178,7 @@ func TestRenderingChangeWaitsForTheUser(t *testing.T) {
 		}) {
 		t.Fatalf("the pending change should name the drop-in line it adds back (%q): %+v", removed, change)
 	}
-	pool := scratchVolume(ctx, t, cl.client, "pool")
+	pool := scratchVolume(t, cl.client, "pool")
 	if pool.Status.PendingChanges != 3 {
 		t.Fatalf("each of the pool's 3 StatefulSets has the change pending: %d", pool.Status.PendingChanges)
 	}
@@ -194,13 +191,13 @@ func TestRenderingChangeWaitsForTheUser(t *testing.T) {
 	// Approved: written once, the pending change gone, an Event saying why.
 	annotate(ctx, t, cl.client, mariadb, v1alpha1.ApproveChangeAnnotation, change.ID)
 	testenv.Eventually(t, 30*time.Second, func() string {
-		sts := statefulSet(ctx, t, cl.client, "mariadb")
+		sts := statefulSet(t, cl.client, "mariadb")
 		if got := sts.Spec.Template.Annotations[mariadb.InjectionAnnotation()]; got != change.ConfigHash {
 			return fmt.Sprintf("the approved change is not written yet: hash %s, want %s", got, change.ConfigHash)
 		}
-		return conditionIs(scratchVolume(ctx, t, cl.client, "mariadb"), v1alpha1.ConditionChangesPending, metav1.ConditionFalse, v1alpha1.ReasonNoPendingChanges)
+		return conditionIs(scratchVolume(t, cl.client, "mariadb"), v1alpha1.ConditionChangesPending, metav1.ConditionFalse, v1alpha1.ReasonNoPendingChanges)
 	})
-	if w := writes.get("statefulsets"); w["mariadb"] != 1 || len(w) != 1 {
+	if w := writes.Of("statefulsets", fleetNamespace); w["mariadb"] != 1 || len(w) != 1 {
 		t.Errorf("the approval should bring one write, of StatefulSet mariadb: %v", w)
 	}
 	expectEvent(ctx, t, cl.client, "mariadb", "approved with "+v1alpha1.ApproveChangeAnnotation+"="+change.ID)
@@ -210,21 +207,21 @@ func TestRenderingChangeWaitsForTheUser(t *testing.T) {
 	tomorrow := v1alpha1.Weekday(now.AddDate(0, 0, 1).Weekday().String()[:3])
 	setWindows(ctx, t, cl.client, "pool", v1alpha1.MaintenanceWindow{Days: []v1alpha1.Weekday{tomorrow}, Start: "03:00", Duration: metav1.Duration{Duration: time.Hour}})
 	testenv.Eventually(t, 30*time.Second, func() string {
-		return conditionIs(scratchVolume(ctx, t, cl.client, "pool"), v1alpha1.ConditionChangesPending, metav1.ConditionTrue, v1alpha1.ReasonAwaitingWindow)
+		return conditionIs(scratchVolume(t, cl.client, "pool"), v1alpha1.ConditionChangesPending, metav1.ConditionTrue, v1alpha1.ReasonAwaitingWindow)
 	})
-	if next := scratchVolume(ctx, t, cl.client, "pool").Status.Targets[0].PendingChange.NextWindow; next == nil || next.Weekday().String()[:3] != string(tomorrow) || next.Hour() != 3 {
+	if next := scratchVolume(t, cl.client, "pool").Status.Targets[0].PendingChange.NextWindow; next == nil || next.Weekday().String()[:3] != string(tomorrow) || next.Hour() != 3 {
 		t.Errorf("the next window opens tomorrow at 03:00 UTC: %v", next)
 	}
-	if w := writes.get("statefulsets"); len(w) != 1 {
+	if w := writes.Of("statefulsets", fleetNamespace); len(w) != 1 {
 		t.Errorf("an edit of spec.changes alone is no edit of the configuration, and wrote: %v", w)
 	}
 	// An open one lets the change through, a StatefulSet at a time.
 	open := now.Add(-time.Minute)
 	setWindows(ctx, t, cl.client, "pool", v1alpha1.MaintenanceWindow{Start: open.Format("15:04"), Duration: metav1.Duration{Duration: time.Hour}})
 	testenv.Eventually(t, 30*time.Second, func() string {
-		return conditionIs(scratchVolume(ctx, t, cl.client, "pool"), v1alpha1.ConditionChangesPending, metav1.ConditionFalse, v1alpha1.ReasonNoPendingChanges)
+		return conditionIs(scratchVolume(t, cl.client, "pool"), v1alpha1.ConditionChangesPending, metav1.ConditionFalse, v1alpha1.ReasonNoPendingChanges)
 	})
-	w := writes.get("statefulsets")
+	w := writes.Of("statefulsets", fleetNamespace)
 	for _, name := range []string{"pool-a", "pool-b", "pool-c"} {
 		if w[name] != 1 {
 			t.Errorf("StatefulSet %s should be written once in the window: %v", name, w)
@@ -300,22 +297,14 @@ func scratchVolumes(ctx context.Context, t *testing.T, c client.Client) []v1alph
 	return list.Items
 }
 
-func scratchVolume(ctx context.Context, t *testing.T, c client.Client, name string) v1alpha1.ScratchVolume {
+func scratchVolume(t *testing.T, c client.Client, name string) v1alpha1.ScratchVolume {
 	t.Helper()
-	var sv v1alpha1.ScratchVolume
-	if err := c.Get(ctx, types.NamespacedName{Namespace: fleetNamespace, Name: name}, &sv); err != nil {
-		t.Fatal(err)
-	}
-	return sv
+	return *testenv.Get[v1alpha1.ScratchVolume](t, c, fleetNamespace, name)
 }
 
-func statefulSet(ctx context.Context, t *testing.T, c client.Client, name string) *appsv1.StatefulSet {
+func statefulSet(t *testing.T, c client.Client, name string) *appsv1.StatefulSet {
 	t.Helper()
-	sts := &appsv1.StatefulSet{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: fleetNamespace, Name: name}, sts); err != nil {
-		t.Fatal(err)
-	}
-	return sts
+	return testenv.Get[appsv1.StatefulSet](t, c, fleetNamespace, name)
 }
 
 func statefulSetGenerations(ctx context.Context, t *testing.T, c client.Client) map[string]int64 {
@@ -366,7 +355,7 @@ func annotate(ctx context.Context, t *testing.T, c client.Client, sv v1alpha1.Sc
 
 func setWindows(ctx context.Context, t *testing.T, c client.Client, name string, windows ...v1alpha1.MaintenanceWindow) {
 	t.Helper()
-	sv := scratchVolume(ctx, t, c, name)
+	sv := scratchVolume(t, c, name)
 	base := sv.DeepCopy()
 	sv.Spec.Changes = &v1alpha1.ChangePolicy{MaintenanceWindows: windows}
 	if err := c.Patch(ctx, &sv, client.MergeFrom(base)); err != nil {
