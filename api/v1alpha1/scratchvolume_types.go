@@ -216,6 +216,8 @@ type ControllerKind struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.version) || has(self.flavor)",message="spec.mysql.version needs spec.mysql.flavor: say which server the version belongs to"
 // +kubebuilder:validation:XValidation:rule="!has(self.sessionTempTablespaces) || !has(self.flavor) || self.flavor != 'MariaDB'",message="spec.mysql.sessionTempTablespaces is for MySQL and Percona Server: MariaDB has no session temporary tablespaces and keeps its internal temporary tables in tmpdir, which the scratch volume already holds"
+// +kubebuilder:validation:XValidation:rule="!has(self.sessionTempSpacePercent) || !has(self.tempSpaceLimit) || self.tempSpaceLimit != 'None'",message="spec.mysql.sessionTempSpacePercent is a share of the server's limit on temporary space, which spec.mysql.tempSpaceLimit: None turns off: remove one of them"
+// +kubebuilder:validation:XValidation:rule="!has(self.sessionTempSpacePercent) || !has(self.flavor) || self.flavor == 'MariaDB'",message="spec.mysql.sessionTempSpacePercent is for MariaDB 11.5.1 and later (max_tmp_session_space_usage): MySQL and Percona Server have no limit on a session's temporary space"
 type MySQLSpec struct {
 	// Flavor overrides the server flavor detected from the image. Set it (with version) for images
 	// the controller cannot classify, such as a private build named after your company.
@@ -281,7 +283,40 @@ type MySQLSpec struct {
 	//
 	// +optional
 	SessionTempTablespaces TempTablespacePlacement `json:"sessionTempTablespaces,omitempty"`
+
+	// TempSpaceLimit says whether the server's own limit on temporary space follows the volume,
+	// on servers that have one (MariaDB 11.5.1 and later: max_tmp_total_space_usage, which counts
+	// sort files, on-disk internal temporary tables and binary log caches). Auto (the default)
+	// sets it to the volume's size less a margin of a sixteenth (at least 2Mi), rounded down to
+	// 64Ki: a query that needs more then fails with the server's own error while the server and
+	// the other sessions go on, instead of the volume filling up. None leaves the server's
+	// default (1Ti, no limit in practice). Servers without such a limit ignore the field; the
+	// status says, for each target, what happens there when the volume fills.
+	//
+	// +optional
+	TempSpaceLimit TempSpaceLimitMode `json:"tempSpaceLimit,omitempty"`
+
+	// SessionTempSpacePercent limits one session to this share of the server's limit
+	// (max_tmp_session_space_usage), so that one query cannot take the whole volume from the
+	// others. Unset: a session may use all of it. Needs a server limit (tempSpaceLimit not None).
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	SessionTempSpacePercent *int32 `json:"sessionTempSpacePercent,omitempty"`
 }
+
+// TempSpaceLimitMode says whether the server's own limit on temporary space follows the volume.
+//
+// +kubebuilder:validation:Enum=Auto;None
+type TempSpaceLimitMode string
+
+const (
+	// TempSpaceLimitAuto sets the server's limit a margin below the volume's size.
+	TempSpaceLimitAuto TempSpaceLimitMode = "Auto"
+	// TempSpaceLimitNone leaves the server's default.
+	TempSpaceLimitNone TempSpaceLimitMode = "None"
+)
 
 // MemorySpec says how the scratch volume's memory is accounted for.
 type MemorySpec struct {
@@ -542,6 +577,12 @@ type ScratchTargetStatus struct {
 	// +listType=map
 	// +listMapKey=data
 	TempLocations []TempLocation `json:"tempLocations,omitempty"`
+
+	// TempSpace is the server's own limit on temporary space as the injection sets it, and what
+	// happens when temporary data reaches it or fills the volume.
+	//
+	// +optional
+	TempSpace *TempSpaceStatus `json:"tempSpace,omitempty"`
 
 	// Message explains a target that is not injected.
 	//
@@ -850,6 +891,28 @@ type TempLocation struct {
 	//
 	// +optional
 	Path string `json:"path,omitempty"`
+}
+
+// TempSpaceStatus is a target server's limit on temporary space, and what it does when the scratch
+// volume fills.
+type TempSpaceStatus struct {
+	// Limit is max_tmp_total_space_usage as the injection sets it (MariaDB 11.5.1 and later);
+	// unset where the server has no such limit or spec.mysql.tempSpaceLimit is None.
+	//
+	// +optional
+	Limit *resource.Quantity `json:"limit,omitempty"`
+
+	// SessionLimit is max_tmp_session_space_usage as the injection sets it
+	// (spec.mysql.sessionTempSpacePercent); unset when none.
+	//
+	// +optional
+	SessionLimit *resource.Quantity `json:"sessionLimit,omitempty"`
+
+	// WhenFull says what a query, and the server, do when temporary data reaches the limit or
+	// fills the volume.
+	//
+	// +optional
+	WhenFull string `json:"whenFull,omitempty"`
 }
 
 // ScratchVolumeStatus is what the controller observed and did.

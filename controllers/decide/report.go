@@ -155,7 +155,7 @@ func (rep *Report) waiting(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.Scr
 	carried := sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
 	ts.Injected, ts.ConfigHash, ts.Container, ts.PendingChange, ts.Applied = true, carried, w.Plan.Container, w.Change, w.Applied
 	if last := rep.last(sts.Name); last != nil {
-		ts.Flavor, ts.Version, ts.Injection, ts.TempLocations = last.Flavor, last.Version, last.Injection, last.TempLocations
+		ts.Flavor, ts.Version, ts.Injection, ts.TempLocations, ts.TempSpace = last.Flavor, last.Version, last.Injection, last.TempLocations, last.TempSpace
 	}
 	// The drop-in the carried configuration mounts stays.
 	rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
@@ -181,7 +181,8 @@ func (rep *Report) waitingForSlot(sts *appsv1.StatefulSet, o *Outcome, ts *v1alp
 		ts.Injected, ts.ConfigHash = true, sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
 		rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
 		if last := rep.last(sts.Name); last != nil {
-			ts.Container, ts.Flavor, ts.Version, ts.Injection, ts.TempLocations, ts.Applied = last.Container, last.Flavor, last.Version, last.Injection, last.TempLocations, last.Applied
+			ts.Container, ts.Flavor, ts.Version, ts.Injection, ts.TempLocations, ts.TempSpace, ts.Applied =
+				last.Container, last.Flavor, last.Version, last.Injection, last.TempLocations, last.TempSpace, last.Applied
 		}
 	} else {
 		rep.queued = append(rep.queued, finding{sts.Name, v1alpha1.ReasonWaitingForRolloutSlot, o.Queued})
@@ -249,7 +250,7 @@ func (rep *Report) injected(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.Sc
 	}
 	if plan.Profile != nil {
 		ts.Flavor, ts.Version = plan.Profile.Flavor, plan.Profile.Version.String()
-		ts.Injection, ts.TempLocations = plan.Injection, plan.Locations
+		ts.Injection, ts.TempLocations, ts.TempSpace = plan.Injection, plan.Locations, plan.TempSpace
 		rep.placed = append(rep.placed, placedTarget{sts.Name, plan.Locations})
 	}
 	if plan.ConfigVolume != nil {

@@ -167,7 +167,7 @@ func SettledPlan(p *inject.Plan) *inject.Plan {
 	out := &inject.Plan{
 		ScratchVolume: p.ScratchVolume, Container: p.Container, Notes: p.Notes,
 		ConfigKey: p.ConfigKey, ConfigData: p.ConfigData,
-		Injection: p.Injection, Locations: p.Locations, Profile: p.Profile,
+		Injection: p.Injection, Locations: p.Locations, TempSpace: p.TempSpace, Profile: p.Profile,
 	}
 	if p.ConfigVolume != nil {
 		out.ConfigVolume = configVolumeMarker

@@ -54,6 +54,9 @@ type Plan struct {
 
 	// Locations say where each kind of temporary data goes (MySQLTmpdir only).
 	Locations []v1alpha1.TempLocation
+	// TempSpace is the server's limit on temporary space and what happens when the volume fills
+	// (MySQLTmpdir only).
+	TempSpace *v1alpha1.TempSpaceStatus
 
 	// Init creates, before the server starts, the directories that must stay on the persistent
 	// volume; nil when there are none to create.
@@ -207,6 +210,7 @@ func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c 
 		return err
 	}
 	layout := mysql.DefaultLayout(profile, p.Mount.MountPath, sv.Spec.MySQL)
+	layout.LimitTempSpace(profile, sv.Spec.Size.Value(), sv.Spec.MySQL)
 	if data.Mount == nil || data.Memory {
 		// No disk under the data directory: without a volume of our own, the replica load directory
 		// would default to tmpdir, on the RAM volume. A disk-backed emptyDir lives as long as the data.
@@ -228,10 +232,23 @@ func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c 
 		p.Init = initContainer(sv, c, data.Mount, layout.PersistentDirs())
 	}
 	p.Locations = mysql.Locations(profile, layout, p.Injection == v1alpha1.InjectionConfigFile)
+	p.TempSpace = tempSpace(layout, profile)
 	if n := sessionTempNote(sv, profile, c.Name); n != nil {
 		p.Notes = append(p.Notes, *n)
 	}
 	return nil
+}
+
+// tempSpace is the status of the server's limit on temporary space under layout.
+func tempSpace(l mysql.Layout, profile mysql.Profile) *v1alpha1.TempSpaceStatus {
+	ts := &v1alpha1.TempSpaceStatus{WhenFull: mysql.WhenFull(profile, l)}
+	if l.TempSpaceLimit > 0 {
+		ts.Limit = resource.NewQuantity(l.TempSpaceLimit, resource.BinarySI)
+	}
+	if l.SessionTempSpaceLimit > 0 {
+		ts.SessionLimit = resource.NewQuantity(l.SessionTempSpaceLimit, resource.BinarySI)
+	}
+	return ts
 }
 
 // checkReservedDirs refuses a mount path at, above or inside a directory the image needs as it is

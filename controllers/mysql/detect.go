@@ -67,6 +67,11 @@ type Profile struct {
 	// engine (MySQL and Percona 8.0 and later) may take for in-memory internal temporary tables,
 	// in bytes; 0 for a server without the engine.
 	DefaultTempTableMaxRAM int64
+	// TempSpaceLimit is true when the server has its own limits on temporary space,
+	// max_tmp_total_space_usage and max_tmp_session_space_usage (MariaDB 11.5.1 and later): they
+	// count SQL temporary files (sorts, binary log caches) and on-disk internal temporary tables,
+	// and a query that would pass them fails with the server's error.
+	TempSpaceLimit bool
 
 	// PersistentRoot is the directory under which the operator keeps the directories that must
 	// survive a restart: the data directory, or for Bitnami the claim's mount point one level above

@@ -52,6 +52,10 @@ type Layout struct {
 	SessionTempDir string
 	// HiddenDirs are names of directories inside the data directory to hide from SHOW DATABASES.
 	HiddenDirs []string
+	// TempSpaceLimit and SessionTempSpaceLimit are the server's own limits on temporary space in
+	// bytes (max_tmp_total_space_usage, max_tmp_session_space_usage); 0 leaves the server's
+	// default. See LimitTempSpace.
+	TempSpaceLimit, SessionTempSpaceLimit int64
 }
 
 // DefaultLayout places everything for a profile: tmpDir (the RAM volume's mount path) for

@@ -20,6 +20,8 @@ const (
 	optTempTablespaces   = "innodb_temp_tablespaces_dir" // MySQL 8.0.13
 	optTempDataFilePath  = "innodb_temp_data_file_path"  // MySQL 5.7.1, MariaDB 10.2
 	optTempTableMaxRAM   = "temptable_max_ram"           // MySQL 8.0
+	optMaxTmpTotal       = "max_tmp_total_space_usage"   // MariaDB 11.5.1
+	optMaxTmpSession     = "max_tmp_session_space_usage" // MariaDB 11.5.1
 )
 
 // Paths inside the images, as their Dockerfiles and entrypoints set them up (see imagePaths).
@@ -139,6 +141,10 @@ func (p *Profile) fillMariaDB(withoutGalera bool) {
 	// ("InnoDB Temporary Tablespaces" in the MariaDB documentation).
 	p.InternalTmpTables = InternalTmpTablesInTmpdir
 	p.GlobalTempTablespace = v.AtLeast(10, 2, 0)
+	// 11.5.0 spelled them max_total_tmp_space_usage and max_tmp_space_usage; 11.5.1 renamed them
+	// for good ("Limiting Size of Created Disk Temporary Files and Tables" in the MariaDB
+	// documentation). A floating "11.5" tag pulls a later release.
+	p.TempSpaceLimit = v.AtLeast(11, 5, 1)
 }
 
 // imagePaths returns the drop-in directory and data directory of each packaging, as their

@@ -3,6 +3,7 @@ package mysql
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -30,6 +31,12 @@ func mysqldOptions(p Profile, l Layout) []option {
 	}
 	if p.SessionTempTablespaces {
 		opts = append(opts, option{optTempTablespaces, l.SessionTempDir, "spec.mysql.sessionTempTablespaces"})
+	}
+	if l.TempSpaceLimit > 0 {
+		opts = append(opts, option{optMaxTmpTotal, strconv.FormatInt(l.TempSpaceLimit, 10), "spec.size less a margin (spec.mysql.tempSpaceLimit)"})
+	}
+	if l.SessionTempSpaceLimit > 0 {
+		opts = append(opts, option{optMaxTmpSession, strconv.FormatInt(l.SessionTempSpaceLimit, 10), "spec.mysql.sessionTempSpacePercent"})
 	}
 	if p.IgnoreDBDirOption != "" {
 		for _, h := range l.HiddenDirs {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 )
@@ -44,6 +45,7 @@ func TestRenderGolden(t *testing.T) {
 		{"mysql-8.4", "mysql:8.4"},
 		{"mariadb-10.11", "mariadb:10.11"},
 		{"mariadb-11.4", "mariadb:11.4"},
+		{"mariadb-11.8", "mariadb:11.8"},
 		{"percona-server-8.0", "percona/percona-server:8.0"},
 		{"percona-xtradb-cluster-8.0", "percona/percona-xtradb-cluster:8.0"},
 		{"bitnami-mysql-8.0", "bitnami/mysql:8.0"},
@@ -59,7 +61,9 @@ func TestRenderGolden(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Detect(%q) failed: %v", img.image, err)
 				}
-				l := DefaultLayout(p, testMountPath, &v1alpha1.MySQLSpec{InnoDBTmpdir: placement})
+				spec := &v1alpha1.MySQLSpec{InnoDBTmpdir: placement, SessionTempSpacePercent: ptr.To[int32](25)}
+				l := DefaultLayout(p, testMountPath, spec)
+				l.LimitTempSpace(p, 512<<20, spec)
 				if err := l.Validate(p); err != nil {
 					t.Fatalf("default layout does not validate: %v", err)
 				}

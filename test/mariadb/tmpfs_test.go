@@ -140,7 +140,11 @@ func TestFullTmpfs(t *testing.T) {
 	t.Parallel()
 	forEachServer(t, func(t *testing.T, h *mariadb.Host) {
 		sts := statefulSet(h, "fulltmp", "--skip-networking")
-		pod := startPod(t, h, sts, scratchVolume(sts.Name, "16Mi", v1alpha1.InjectionConfigFile, v1alpha1.InnoDBTmpdirDisk))
+		sv := scratchVolume(sts.Name, "16Mi", v1alpha1.InjectionConfigFile, v1alpha1.InnoDBTmpdirDisk)
+		// The volume itself filling up: a server limit on temporary space would stop the query
+		// first (TestServerTempSpaceLimit).
+		sv.Spec.MySQL.TempSpaceLimit = v1alpha1.TempSpaceLimitNone
+		pod := startPod(t, h, sts, sv)
 		db := pod.DB()
 		fillRows(t, db, 100000)
 		want := keep(t, db, 10000)
