@@ -100,6 +100,16 @@ var badScratchVolumes = []badCase{
 	{"session temporary tablespaces on MariaDB", validScratchVolume,
 		`mysql: {flavor: MariaDB, version: "11.4", sessionTempTablespaces: Memory}`,
 		[]string{"spec.mysql", "spec.mysql.sessionTempTablespaces is for MySQL and Percona Server: MariaDB has no session temporary tablespaces"}},
+	{"temp space limit unknown", validScratchVolume, `mysql: {tempSpaceLimit: Half}`,
+		[]string{"spec.mysql.tempSpaceLimit", `Unsupported value: "Half"`, `"Auto", "None"`}},
+	{"session temp space share of no limit", validScratchVolume, `mysql: {tempSpaceLimit: None, sessionTempSpacePercent: 50}`,
+		[]string{"spec.mysql", "sessionTempSpacePercent is a share of the server's limit on temporary space, which spec.mysql.tempSpaceLimit: None turns off"}},
+	{"session temp space share on MySQL", validScratchVolume, `mysql: {flavor: MySQL, sessionTempSpacePercent: 50}`,
+		[]string{"spec.mysql", "sessionTempSpacePercent is for MariaDB 11.5.1 and later"}},
+	{"session temp space share zero", validScratchVolume, `mysql: {sessionTempSpacePercent: 0}`,
+		[]string{"spec.mysql.sessionTempSpacePercent", "should be greater than or equal to 1"}},
+	{"session temp space share above all", validScratchVolume, `mysql: {sessionTempSpacePercent: 101}`,
+		[]string{"spec.mysql.sessionTempSpacePercent", "should be less than or equal to 100"}},
 	{"memory accounting unknown", validScratchVolume, `memory: {accounting: Strict}`,
 		[]string{"spec.memory.accounting", `Unsupported value: "Strict"`, `"Validate", "Reserve", "Ignore"`}},
 	{"innodbTmpdir placement unknown", validScratchVolume, `mysql: {innodbTmpdir: Swap}`,
@@ -223,6 +233,11 @@ var goodScratchVolumes = []struct{ name, patch string }{
 	{"ExtraFlags injection", `mysql: {injection: ExtraFlags}`},
 	{"session temporary tablespaces kept on disk for MySQL", `mysql: {flavor: MySQL, version: "8.4", sessionTempTablespaces: Disk}`},
 	{"session temporary tablespaces without a flavor", `mysql: {sessionTempTablespaces: Memory}`},
+	{"a session share of temporary space on MariaDB 11.8", `mysql: {flavor: MariaDB, version: "11.8", sessionTempSpacePercent: 25}`},
+	{"a whole session share without a flavor", `mysql: {sessionTempSpacePercent: 100}`},
+	{"a session share with the limit said Auto", `mysql: {tempSpaceLimit: Auto, sessionTempSpacePercent: 1}`},
+	{"no server limit on temporary space", `mysql: {tempSpaceLimit: None}`},
+	{"a server limit asked of MySQL, which has none", `mysql: {flavor: MySQL, tempSpaceLimit: Auto}`},
 }
 
 func TestAPIServerAcceptsEdgeCases(t *testing.T) {

@@ -53,7 +53,8 @@ func WhenFull(p Profile, l Layout) string {
 			s += fmt.Sprintf(", or a session more than %s,", quantity.Bytes(l.SessionTempSpaceLimit))
 			options += ", " + optMaxTmpSession
 		}
-		s += " fails with the server's own error (" + options + "); the server and the other sessions go on"
+		s += " fails with the server's own error (" + options + "); the server and the other sessions go on. " +
+			"The server counts an Aria temporary table at its full size, also the pages Aria's page cache keeps in memory, so such a query can reach the limit with the volume partly empty"
 		if l.InnoDBTmpDir != "" && paths.Within(l.InnoDBTmpDir, l.TmpDir) {
 			s += "; online ALTER TABLE sort files (spec.mysql.innodbTmpdir: Memory) are not counted, and one that fills the volume " + errno28
 		}

@@ -34,6 +34,11 @@ func fixtures(ns string) []fixture {
 			[]string{"--innodb-buffer-pool-size=1G", "--binlog-format=ROW"}, claim("/var/lib/mysql"), withExporter()),
 		db: "mariadb", dataDir: "/var/lib/mysql", bufferPool: 1 << 30,
 	}, {
+		// A server with its own limits on temporary space.
+		name: "mariadb-11.8",
+		sts:  database(ns, "mariadb-11-8", "mariadb", "mariadb:11.8.5", nil, claim("/var/lib/mysql")),
+		db:   "mariadb", dataDir: "/var/lib/mysql",
+	}, {
 		name: "mysql-8.4",
 		sts: database(ns, "mysql-8-4", "mysql", "mysql:8.4",
 			[]string{"--character-set-server=utf8mb4", "--innodb_buffer_pool_size=512M"}, claim("/var/lib/mysql"), withExporter()),

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -648,6 +649,18 @@ func mysqlIntent(sv *v1alpha1.ScratchVolume, fx fixture, p *inject.Plan, want in
 	if prof.Flavor != v1alpha1.FlavorMariaDB && prof.Version.AtLeast(8, 0, 13) &&
 		spec.SessionTempTablespaces != v1alpha1.TempTablespacesDisk {
 		want.options = append(want.options, option{"innodb_temp_tablespaces_dir", want.mount})
+	}
+	// MariaDB has its own limits on temporary space from 11.5.1 ("Limiting Size of Created Disk
+	// Temporary Files and Tables"): the volume less a sixteenth, at least 2 MiB, in whole blocks
+	// of 64 KiB, unless spec.mysql.tempSpaceLimit says None; a session's share of it on request.
+	if prof.Flavor == v1alpha1.FlavorMariaDB && prof.Version.AtLeast(11, 5, 1) && spec.TempSpaceLimit != v1alpha1.TempSpaceLimitNone {
+		const block, floor = 64 << 10, 2 << 20
+		size := sv.Spec.Size.Value()
+		total := (size - max(size/16, floor)) / block * block
+		want.options = append(want.options, option{"max_tmp_total_space_usage", strconv.FormatInt(total, 10)})
+		if pct := spec.SessionTempSpacePercent; pct != nil {
+			want.options = append(want.options, option{"max_tmp_session_space_usage", strconv.FormatInt(max(block, total*int64(*pct)/100/block*block), 10)})
+		}
 	}
 	if prof.GaleraSST {
 		want.sst = persistent(sstTmpSubdir)
