@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,7 +99,14 @@ func countFailoverWrites(events []auditEvent, n int, killed map[string]bool, sur
 			continue
 		}
 		if !e.succeeded() {
-			w.Refused++
+			if w.Failed == nil {
+				w.Failed = map[string]int{}
+			}
+			code := "no response"
+			if e.ResponseStatus != nil {
+				code = strconv.Itoa(e.ResponseStatus.Code)
+			}
+			w.Failed[code]++
 			continue
 		}
 		perObject[e.ObjectRef.Namespace+"/"+e.ObjectRef.Name]++

@@ -64,6 +64,9 @@ type failoverPhase struct {
 	// received.
 	TakeoverSeconds   float64 `json:"takeoverSeconds"`
 	FirstWriteSeconds float64 `json:"firstWriteSeconds"`
+	// AfterLastRenewalSeconds is from the dead leader's last renewal of the Lease to the survivor's
+	// acquisition: never less than the Lease's duration, or two replicas would have led at once.
+	AfterLastRenewalSeconds float64 `json:"afterLastRenewalSeconds"`
 	// Seconds is from the start of the phase to its end state: every StatefulSet injected exactly
 	// once and every ScratchVolume Ready, or every template back to the original and the
 	// ScratchVolumes gone.
@@ -84,8 +87,10 @@ type failoverWrites struct {
 	// StatefulSetsByWrites[k] is how many StatefulSets were written k times (successfully, by
 	// any replica).
 	StatefulSetsByWrites []int `json:"statefulSetsByWrites"`
-	// Refused counts the writes the API server answered with an error (a conflict, a timeout).
-	Refused int `json:"refused"`
+	// Failed counts the writes the API server answered with an error, by HTTP status code: a
+	// conflict (409), or a request of the killed leader in flight at the kill, which the API server
+	// may have carried out although the client was gone to hear it.
+	Failed map[string]int `json:"failed,omitempty"`
 	// ConfigMapWrites counts the replicas' successful writes to ConfigMaps (the drop-ins).
 	ConfigMapWrites int `json:"configMapWrites"`
 }
@@ -275,15 +280,21 @@ func (e *env) failoverPhase(ctx context.Context, cfg config, n int, leader, stan
 	killed := time.Now()
 	p.KilledAtSeconds = killed.Sub(start).Seconds()
 	logf("  killed leader %s with %d of %d done, %.1f s in", leader.user, p.DoneAtKill, n, p.KilledAtSeconds)
+	// The dead leader's last renewal: read after the kill, so that it is the last.
+	lastRenewal := before.Spec.RenewTime
 	if _, err := waitFor(ctx, "another replica to take the Lease", 2*leaseDuration+time.Minute, func() (bool, string) {
 		l, err := e.lease(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
 		if ptrString(l.Spec.HolderIdentity) == ptrString(before.Spec.HolderIdentity) || l.Spec.AcquireTime == nil {
+			lastRenewal = l.Spec.RenewTime
 			return false, "still held by " + ptrString(l.Spec.HolderIdentity)
 		}
 		p.TakeoverSeconds = l.Spec.AcquireTime.Sub(killed).Seconds()
+		if lastRenewal != nil {
+			p.AfterLastRenewalSeconds = l.Spec.AcquireTime.Sub(lastRenewal.Time).Seconds()
+		}
 		return true, ""
 	}); err != nil {
 		return p, err

@@ -55,7 +55,7 @@ func TestCountFailoverWrites(t *testing.T) {
 		t.Fatalf("read %d events from the offset, want 10", len(events))
 	}
 	w, first, wrote := countFailoverWrites(events, 8, map[string]bool{a: true}, b, killed)
-	want := failoverWrites{ByKilled: 2, BySurvivor: 2, ByOthers: 1, StatefulSetsByWrites: []int{4, 3, 1}, Refused: 1, ConfigMapWrites: 1}
+	want := failoverWrites{ByKilled: 2, BySurvivor: 2, ByOthers: 1, StatefulSetsByWrites: []int{4, 3, 1}, Failed: map[string]int{"409": 1}, ConfigMapWrites: 1}
 	if diff := cmp.Diff(want, w); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}
