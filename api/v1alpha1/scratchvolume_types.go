@@ -559,7 +559,7 @@ type ScratchTargetStatus struct {
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 
 	// ConfigHash is the hash of what was injected, also found in the pod template annotation
-	// dbtune.io/scratch-config-hash.
+	// scratch.dbtune.io/<ScratchVolume name>.
 	//
 	// +optional
 	ConfigHash string `json:"configHash,omitempty"`

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// foreignPaths are field paths the docs name that belong to other APIs: the StatefulSets and pods
+// the operator edits, and the custom resources of the database operators docs/tuning.md discusses.
+var foreignPaths = map[string]bool{
+	// Kubernetes
+	"spec.template": true, "spec.template.spec.containers[]": true, "spec.volumes": true, "spec.volumeMounts": true,
+	"spec.nodeSelector": true, "spec.holderIdentity": true, "spec.podSpec": true, "spec.force": true,
+	// Percona XtraDB Cluster, mariadb-operator, MOCO, Oracle MySQL Operator
+	"spec.pxc.sidecarVolumes": true, "spec.pxc.configuration": true, "spec.mysql.sidecarVolumes": true,
+	"spec.mysql.configuration": true, "spec.myCnf": true, "spec.myCnfConfigMapKeyRef": true, "spec.mycnf": true,
+	"spec.mysqlConfigMapName": true, "spec.podTemplate.spec.volumes": true, "spec.podTemplate.spec.containers": true,
+	// A file of the controllers package.
+	"status.go": true,
+}
+
+// TestDocsNamesMatchTheCode keeps the names the README and docs/ use equal to the code's: every
+// spec. or status. field path is one of the CRDs' (or a listed field of another API), and every
+// dbtune.io annotation, label or finalizer is one the api package declares.
+func TestDocsNamesMatchTheCode(t *testing.T) {
+	docs, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs = append(docs, "README.md")
+	paths := crdPaths(t)
+	names := apiNames(t)
+	pathRE := regexp.MustCompile(`\b(?:spec|status)\.[a-zA-Z][a-zA-Z0-9]*(?:\[\]|\.[a-zA-Z][a-zA-Z0-9]*)*`)
+	nameRE := regexp.MustCompile(`(?:^|[^a-zA-Z0-9.-])((?:state\.scratch\.|scratch\.)?dbtune\.io/(?:<[^<>]+>|[a-zA-Z0-9_-]+(?:\.[a-zA-Z0-9_-]+)*))`)
+	seenPaths, seenNames := 0, 0
+	for _, doc := range docs {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(raw), "\n") {
+			for _, p := range pathRE.FindAllString(line, -1) {
+				seenPaths++
+				if !paths[p] && !foreignPaths[p] {
+					t.Errorf("%s:%d names %s, which no CRD of this project has (if it belongs to another API, add it to foreignPaths)", doc, i+1, p)
+				}
+			}
+			for _, m := range nameRE.FindAllStringSubmatch(line, -1) {
+				seenNames++
+				if n := m[1]; !knownName(n, names) {
+					t.Errorf("%s:%d names %s, which is no annotation, label, finalizer or group version the api package declares", doc, i+1, n)
+				}
+			}
+		}
+	}
+	if seenPaths < 50 || seenNames < 10 {
+		t.Fatalf("found %d field paths and %d names in the docs: the patterns no longer match them", seenPaths, seenNames)
+	}
+}
+
+// knownName says whether n is one of names, or a prefix among them followed by a placeholder such
+// as <name>.
+func knownName(n string, names []string) bool {
+	for _, k := range names {
+		if n == k {
+			return true
+		}
+		if rest, ok := strings.CutPrefix(n, k); ok && strings.HasSuffix(k, "/") && strings.HasPrefix(rest, "<") && strings.HasSuffix(rest, ">") {
+			return true
+		}
+	}
+	return false
+}
+
+// apiNames are the string constants of the api package that hold "dbtune.io", and its group
+// version.
+func apiNames(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("api/v1alpha1/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"dbtune.io/v1alpha1"}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if s, err := strconv.Unquote(lit.Value); err == nil && strings.Contains(s, "dbtune.io/") && !strings.ContainsAny(s, " \n") {
+					names = append(names, s)
+				}
+			}
+			return true
+		})
+	}
+	if len(names) < 8 {
+		t.Fatalf("found %d names in api/v1alpha1: %v", len(names), names)
+	}
+	return names
+}
+
+// crdPaths are every field path of the CRDs' schemas under spec and status: "spec.target.name",
+// "status.targets[].usage" and the objects above them.
+func crdPaths(t *testing.T) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob("config/crd/bases/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs in config/crd/bases: %v", err)
+	}
+	paths := map[string]bool{}
+	var walk func(prefix string, s *apiextensionsv1.JSONSchemaProps)
+	walk = func(prefix string, s *apiextensionsv1.JSONSchemaProps) {
+		paths[prefix] = true
+		for name, p := range s.Properties {
+			walk(prefix+"."+name, &p)
+		}
+		if s.Items != nil && s.Items.Schema != nil {
+			walk(prefix+"[]", s.Items.Schema)
+		}
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(raw, crd); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+				continue
+			}
+			for _, root := range []string{"spec", "status"} {
+				if s, ok := v.Schema.OpenAPIV3Schema.Properties[root]; ok {
+					walk(root, &s)
+				}
+			}
+		}
+	}
+	if !paths["spec.mysql.injection"] || !paths["status.targets[].usage"] {
+		t.Fatalf("the CRDs' schemas gave no spec.mysql.injection or status.targets[].usage: %d paths", len(paths))
+	}
+	return paths
+}
