@@ -43,6 +43,9 @@ type options struct {
 	pprofAddr        string
 	leaderElect      bool
 	leaderElectionNS string
+	// leaseDuration, renewDeadline and retryPeriod time the leader election (controller-runtime's
+	// defaults: 15 s, 10 s, 2 s).
+	leaseDuration, renewDeadline, retryPeriod time.Duration
 	namespaces       string
 	concurrency      int
 	// syncPeriod is how often the informers resync; 0 keeps controller-runtime's default.
@@ -83,6 +86,13 @@ func bindFlags(fs *flag.FlagSet, opts *options) {
 	fs.StringVar(&opts.pprofAddr, "pprof-bind-address", "", "Address of the net/http/pprof endpoints (/debug/pprof/); empty disables them.")
 	fs.BoolVar(&opts.leaderElect, "leader-elect", false, "Elect a leader so that only one of several replicas reconciles.")
 	fs.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
+	fs.DurationVar(&opts.leaseDuration, "leader-election-lease-duration", 15*time.Second,
+		"How long a leader's Lease stays valid after its last renewal. A standby takes over once it has seen the Lease unrenewed for this long, checking every --leader-election-retry-period: "+
+			"a leader that dies is replaced within about this plus two retry periods.")
+	fs.DurationVar(&opts.renewDeadline, "leader-election-renew-deadline", 10*time.Second,
+		"How long the leader keeps trying to renew its Lease before it stops reconciling and exits; shorter than the lease duration.")
+	fs.DurationVar(&opts.retryPeriod, "leader-election-retry-period", 2*time.Second,
+		"How often the leader renews its Lease and a standby tries to take it.")
 	fs.StringVar(&opts.namespaces, "namespaces", "", "Comma-separated namespaces to watch; empty watches all.")
 	fs.IntVar(&opts.concurrency, "max-concurrent-reconciles", 4, "ScratchVolumes reconciled in parallel, and StatefulSets synced at once across them.")
 	fs.DurationVar(&opts.syncPeriod, "sync-period", 0, "How often every cached object is handed to the controllers again; 0 keeps controller-runtime's default (10h).")
@@ -118,6 +128,9 @@ func run(ctx context.Context, opts options) error {
 	}
 	if opts.syncPeriod < 0 {
 		return fmt.Errorf("--sync-period must not be negative, got %s", opts.syncPeriod)
+	}
+	if err := checkLeaderElection(opts); err != nil {
+		return err
 	}
 	if err := metrics.Registry.Register(build().Collector()); err != nil {
 		return err
@@ -176,12 +189,30 @@ func managerOptions(scheme *runtime.Scheme, opts options) ctrl.Options {
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        "scratch-operator.dbtune.io",
 		LeaderElectionNamespace: opts.leaderElectionNS,
+		LeaseDuration:           &opts.leaseDuration,
+		RenewDeadline:           &opts.renewDeadline,
+		RetryPeriod:             &opts.retryPeriod,
 		Cache:                   controllers.CacheOptions(splitList(opts.namespaces)),
 	}
 	if opts.syncPeriod > 0 {
 		o.Cache.SyncPeriod = &opts.syncPeriod
 	}
 	return o
+}
+
+// checkLeaderElection refuses timings client-go's leader election would refuse less clearly: the
+// leader must give up renewing before its Lease runs out, and retry within that time.
+func checkLeaderElection(opts options) error {
+	const jitter = 1.2 // client-go's leaderelection.JitterFactor
+	switch {
+	case opts.retryPeriod <= 0:
+		return fmt.Errorf("--leader-election-retry-period must be positive, got %s", opts.retryPeriod)
+	case opts.renewDeadline <= time.Duration(jitter*float64(opts.retryPeriod)):
+		return fmt.Errorf("--leader-election-renew-deadline (%s) must be longer than 1.2 times --leader-election-retry-period (%s)", opts.renewDeadline, opts.retryPeriod)
+	case opts.leaseDuration <= opts.renewDeadline:
+		return fmt.Errorf("--leader-election-lease-duration (%s) must be longer than --leader-election-renew-deadline (%s)", opts.leaseDuration, opts.renewDeadline)
+	}
+	return nil
 }
 
 // setRateLimit applies --kube-api-qps and --kube-api-burst to the client configuration.

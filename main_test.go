@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +69,45 @@ func TestManagerOptionsFromFlags(t *testing.T) {
 			}
 			if resync != tc.wantResync {
 				t.Errorf("Cache.SyncPeriod with %q = %s, want %s", tc.args, resync, tc.wantResync)
+			}
+		})
+	}
+}
+
+// The leader election's timings reach the manager, and ones client-go would refuse are refused with
+// the flags' names.
+func TestLeaderElectionTimings(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		lease   time.Duration
+		wantErr string
+	}{
+		{name: "controller-runtime's defaults", lease: 15 * time.Second},
+		{name: "a faster takeover", args: []string{"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s"}, lease: 8 * time.Second},
+		{name: "renew deadline not below the lease", args: []string{"--leader-election-lease-duration=10s"}, wantErr: "--leader-election-lease-duration (10s) must be longer than --leader-election-renew-deadline (10s)"},
+		{name: "retry period too close to the renew deadline", args: []string{"--leader-election-retry-period=9s"}, wantErr: "must be longer than 1.2 times --leader-election-retry-period (9s)"},
+		{name: "no retry period", args: []string{"--leader-election-retry-period=0s"}, wantErr: "--leader-election-retry-period must be positive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+			opts := options{}
+			bindFlags(fs, &opts)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := checkLeaderElection(opts)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("checkLeaderElection(%q) = %v, want an error saying %q", tc.args, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := managerOptions(runtime.NewScheme(), opts); o.LeaseDuration == nil || *o.LeaseDuration != tc.lease {
+				t.Errorf("LeaseDuration with %q = %v, want %s", tc.args, o.LeaseDuration, tc.lease)
 			}
 		})
 	}
