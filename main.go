@@ -46,8 +46,8 @@ type options struct {
 	// leaseDuration, renewDeadline and retryPeriod time the leader election (controller-runtime's
 	// defaults: 15 s, 10 s, 2 s).
 	leaseDuration, renewDeadline, retryPeriod time.Duration
-	namespaces       string
-	concurrency      int
+	namespaces                                string
+	concurrency                               int
 	// syncPeriod is how often the informers resync; 0 keeps controller-runtime's default.
 	syncPeriod time.Duration
 	// qps and burst bound the manager's requests to the API server on the client side; qps 0
