@@ -27,9 +27,6 @@ const (
 	leaseNamespace = "dbtune-system"
 	// leaseName is the manager's LeaderElectionID (main.go).
 	leaseName = "scratch-operator.dbtune.io"
-	// leaseDuration is how long a Lease stays valid after its last renewal: controller-runtime's
-	// default, which the manager keeps.
-	leaseDuration = 15 * time.Second
 	// failoverQuiet is how long a phase goes on being audited after the fleet reached its end
 	// state, so that a late second write of a StatefulSet is counted too.
 	failoverQuiet = 10 * time.Second
@@ -43,7 +40,11 @@ type failoverResult struct {
 	KillAt float64 `json:"killAtShare"`
 	// LeaseDurationSeconds is the Lease's duration: the survivor may take over only once the dead
 	// leader's last renewal is that old.
-	LeaseDurationSeconds float64         `json:"leaseDurationSeconds"`
+	LeaseDurationSeconds float64 `json:"leaseDurationSeconds"`
+	// RenewDeadlineSeconds and RetryPeriodSeconds are the other leader-election flags the replicas
+	// ran with.
+	RenewDeadlineSeconds float64         `json:"renewDeadlineSeconds"`
+	RetryPeriodSeconds   float64         `json:"retryPeriodSeconds"`
 	Settings             managerSettings `json:"manager"`
 	Runs                 []failoverRun   `json:"runs"`
 }
@@ -116,39 +117,60 @@ type replica struct {
 // the API server audits their requests.
 var failoverUsers = []string{"dbtune-manager-a", "dbtune-manager-b", "dbtune-manager-c"}
 
-// measureFailover runs cfg.runs runs at size n: an injection whose leader is killed, then a revert
-// whose new leader is killed.
-func (e *env) measureFailover(ctx context.Context, cfg config, n int) (*failoverResult, error) {
+// election is the replicas' leader-election timing: a Lease duration, and the renew deadline and
+// retry period in the proportions of controller-runtime's defaults (15 s, 10 s, 2 s).
+type election struct{ lease, renew, retry time.Duration }
+
+func electionFor(lease time.Duration) election {
+	return election{lease: lease, renew: lease * 2 / 3, retry: lease * 2 / 15}
+}
+
+func (el election) args() []string {
+	return []string{"--leader-election-lease-duration=" + el.lease.String(), "--leader-election-renew-deadline=" + el.renew.String(),
+		"--leader-election-retry-period=" + el.retry.String()}
+}
+
+// measureFailover runs cfg.runs runs at size n for each of the Lease durations cfg.leases, one run
+// of each in turn: an injection whose leader is killed, then a revert whose new leader is killed.
+func (e *env) measureFailover(ctx context.Context, cfg config, n int) ([]*failoverResult, error) {
 	b := e.bench
-	res := &failoverResult{N: n, KillAt: cfg.killAt, LeaseDurationSeconds: leaseDuration.Seconds(), Settings: defaultSettings}
+	results := make([]*failoverResult, len(cfg.leases))
+	for i, lease := range cfg.leases {
+		el := electionFor(lease)
+		results[i] = &failoverResult{N: n, KillAt: cfg.killAt, LeaseDurationSeconds: el.lease.Seconds(), RenewDeadlineSeconds: el.renew.Seconds(),
+			RetryPeriodSeconds: el.retry.Seconds(), Settings: defaultSettings}
+	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}
 	if err := client.IgnoreAlreadyExists(b.admin.Create(ctx, ns)); err != nil {
-		return res, err
+		return results, err
 	}
 	if err := b.fleet.resize(ctx, n); err != nil {
-		return res, err
+		return results, err
 	}
 	if _, err := b.waitSettled(ctx); err != nil {
-		return res, err
+		return results, err
 	}
 	for i := range cfg.runs {
-		logf("failover at N=%d: run %d of %d (load %s)", n, i+1, cfg.runs, loadAverage())
-		r, err := e.failoverRun(ctx, cfg, n, i)
-		res.Runs = append(res.Runs, r)
-		if err != nil {
-			return res, fmt.Errorf("run %d: %w", i+1, err)
+		for j, lease := range cfg.leases {
+			el := electionFor(lease)
+			logf("failover at N=%d, Lease %s: run %d of %d (load %s)", n, el.lease, i+1, cfg.runs, loadAverage())
+			r, err := e.failoverRun(ctx, cfg, n, i, el)
+			results[j].Runs = append(results[j].Runs, r)
+			if err != nil {
+				return results, fmt.Errorf("Lease %s, run %d: %w", el.lease, i+1, err)
+			}
+			logf("  inject: killed at %d done, took over in %.1f s (%.1f s after the last renewal), first write %.1f s after the kill, all in %.1f s; %d written twice",
+				r.Inject.DoneAtKill, r.Inject.TakeoverSeconds, r.Inject.AfterLastRenewalSeconds, r.Inject.FirstWriteSeconds, r.Inject.Seconds, r.Inject.Writes.twice())
+			logf("  revert: killed at %d done, took over in %.1f s (%.1f s after the last renewal), first write %.1f s after the kill, all in %.1f s; %d written twice",
+				r.Revert.DoneAtKill, r.Revert.TakeoverSeconds, r.Revert.AfterLastRenewalSeconds, r.Revert.FirstWriteSeconds, r.Revert.Seconds, r.Revert.Writes.twice())
 		}
-		logf("  inject: killed at %d done, took over in %.1f s, first write %.1f s after the kill, all in %.1f s; %d written twice",
-			r.Inject.DoneAtKill, r.Inject.TakeoverSeconds, r.Inject.FirstWriteSeconds, r.Inject.Seconds, r.Inject.Writes.twice())
-		logf("  revert: killed at %d done, took over in %.1f s, first write %.1f s after the kill, all in %.1f s; %d written twice",
-			r.Revert.DoneAtKill, r.Revert.TakeoverSeconds, r.Revert.FirstWriteSeconds, r.Revert.Seconds, r.Revert.Writes.twice())
 	}
-	return res, nil
+	return results, nil
 }
 
 // failoverRun starts replicas a (the leader) and b, injects the fleet and kills a halfway; starts c,
 // reverts the fleet and kills b halfway; then stops c.
-func (e *env) failoverRun(ctx context.Context, cfg config, n, run int) (failoverRun, error) {
+func (e *env) failoverRun(ctx context.Context, cfg config, n, run int, el election) (failoverRun, error) {
 	b := e.bench
 	var r failoverRun
 	var started []*replica
@@ -158,7 +180,7 @@ func (e *env) failoverRun(ctx context.Context, cfg config, n, run int) (failover
 		}
 	}()
 	start := func(user string) (*replica, error) {
-		rep, err := e.startReplica(ctx, user, run)
+		rep, err := e.startReplica(ctx, user, run, el)
 		if err == nil {
 			started = append(started, rep)
 		}
@@ -177,7 +199,7 @@ func (e *env) failoverRun(ctx context.Context, cfg config, n, run int) (failover
 	if err != nil {
 		return r, err
 	}
-	r.Inject, err = e.failoverPhase(ctx, cfg, n, a, standby, nil, func() error {
+	r.Inject, err = e.failoverPhase(ctx, cfg, n, el, a, standby, nil, func() error {
 		return forEach(ctx, b.fleet.namespaces, createWorkers, func(ctx context.Context, i int) error {
 			return b.admin.Create(ctx, selectorScratchVolume(fleetNamespace(i, b.fleet.namespaces)))
 		})
@@ -198,7 +220,7 @@ func (e *env) failoverRun(ctx context.Context, cfg config, n, run int) (failover
 	if err != nil {
 		return r, err
 	}
-	r.Revert, err = e.failoverPhase(ctx, cfg, n, standby, c, a, func() error {
+	r.Revert, err = e.failoverPhase(ctx, cfg, n, el, standby, c, a, func() error {
 		return forEach(ctx, b.fleet.namespaces, createWorkers, func(ctx context.Context, i int) error {
 			return b.admin.DeleteAllOf(ctx, &v1alpha1.ScratchVolume{}, client.InNamespace(fleetNamespace(i, b.fleet.namespaces)),
 				client.MatchingLabels{benchLabel: "fleet"})
@@ -217,16 +239,16 @@ func (e *env) failoverRun(ctx context.Context, cfg config, n, run int) (failover
 	return r, nil
 }
 
-// startReplica starts a manager with leader election, authenticated as user.
-func (e *env) startReplica(ctx context.Context, user string, run int) (*replica, error) {
+// startReplica starts a manager with leader election timed by el, authenticated as user.
+func (e *env) startReplica(ctx context.Context, user string, run int, el election) (*replica, error) {
 	kubeconfig, err := e.cluster.UserKubeconfig(user, "system:masters")
 	if err != nil {
 		return nil, err
 	}
-	m, err := startManager(ctx, e.cluster, e.manager, fmt.Sprintf("manager-failover-%d-%s", run+1, user), defaultSettings,
+	m, err := startManager(ctx, e.cluster, e.manager, fmt.Sprintf("manager-failover-%s-%d-%s", el.lease, run+1, user), defaultSettings,
 		e.bench.cfg.resync, e.bench.cfg.goMemLimit, launch{
 			kubeconfig: kubeconfig,
-			args:       []string{"--leader-elect", "--leader-election-namespace=" + leaseNamespace},
+			args:       append([]string{"--leader-elect", "--leader-election-namespace=" + leaseNamespace}, el.args()...),
 		})
 	if err != nil {
 		return nil, err
@@ -244,7 +266,7 @@ func (r *replica) leads(ctx context.Context) bool {
 // earlier, whose writes count as the killed leader's), kills the leader once cfg.killAt of the
 // fleet is done, and waits until check says the end state is reached. check returns how many
 // StatefulSets are done, whether the phase is over, and where it stands.
-func (e *env) failoverPhase(ctx context.Context, cfg config, n int, leader, standby, gone *replica, begin func() error,
+func (e *env) failoverPhase(ctx context.Context, cfg config, n int, el election, leader, standby, gone *replica, begin func() error,
 	check func() (done int, over bool, status string),
 ) (failoverPhase, error) {
 	var p failoverPhase
@@ -282,7 +304,7 @@ func (e *env) failoverPhase(ctx context.Context, cfg config, n int, leader, stan
 	logf("  killed leader %s with %d of %d done, %.1f s in", leader.user, p.DoneAtKill, n, p.KilledAtSeconds)
 	// The dead leader's last renewal: read after the kill, so that it is the last.
 	lastRenewal := before.Spec.RenewTime
-	if _, err := waitFor(ctx, "another replica to take the Lease", 2*leaseDuration+time.Minute, func() (bool, string) {
+	if _, err := waitFor(ctx, "another replica to take the Lease", 2*el.lease+time.Minute, func() (bool, string) {
 		l, err := e.lease(ctx)
 		if err != nil {
 			return false, err.Error()

@@ -68,6 +68,8 @@ type config struct {
 	only string
 	// killAt is the share of the fleet done when the failover measurement kills the leader.
 	killAt float64
+	// leases are the Lease durations the failover measurement runs the replicas with.
+	leases []time.Duration
 }
 
 func main() {
@@ -94,6 +96,17 @@ func main() {
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster's directory (logs) after the run")
 	flag.StringVar(&cfg.only, "only", "", "measure only one thing: failover (two replicas, the leader SIGKILLed mid-injection and mid-revert, at each -n; failover.json) "+
 		"or rollout (the -rollout run with paced and unpaced manager settings; rollout.json); empty: the whole benchmark")
+	flag.Func("leases", "Lease durations of the failover measurement's replicas, comma-separated (renew deadline and retry period in the proportions of 15s, 10s, 2s); default 15s",
+		func(s string) error {
+			for _, f := range strings.Split(s, ",") {
+				d, err := time.ParseDuration(strings.TrimSpace(f))
+				if err != nil || d < 3*time.Second {
+					return fmt.Errorf("%q is not a Lease duration of 3s or more", f)
+				}
+				cfg.leases = append(cfg.leases, d)
+			}
+			return nil
+		})
 	flag.Float64Var(&cfg.killAt, "kill-at", 0.5, "share of the fleet injected (or reverted) when the failover measurement kills the leader")
 	flag.StringVar(&cfg.replot, "replot", "", "draw the chart of an existing scale.json instead of measuring (to -out, default beside it)")
 	flag.Parse()
@@ -165,6 +178,9 @@ func validate(cfg *config) error {
 	}
 	if cfg.only == onlyFailover && !flagSet("n") {
 		cfg.levels = []int{1000}
+	}
+	if len(cfg.leases) == 0 {
+		cfg.leases = []time.Duration{15 * time.Second}
 	}
 	if cfg.workersVariant == 0 {
 		cfg.workersVariant = cfg.namespaces

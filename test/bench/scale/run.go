@@ -62,7 +62,7 @@ func (e *env) measureAll(ctx context.Context, cfg config, res *results) error {
 	case onlyFailover:
 		for _, n := range cfg.levels {
 			f, err := e.measureFailover(ctx, cfg, n)
-			res.Failover = append(res.Failover, f)
+			res.Failover = append(res.Failover, f...)
 			if err != nil {
 				return fmt.Errorf("failover at %d StatefulSets: %w", n, err)
 			}
