@@ -140,6 +140,7 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 	report := decide.NewReport(sv, r.WriteWar, r.version())
+	report.Clock(time.Now(), r.MaintenanceWindows)
 	defer func() {
 		if staleWrite(err) {
 			// The StatefulSet moved or went between read and write, or the cache has not caught
@@ -159,6 +160,12 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 		if statusErr := r.updateStatus(ctx, sv, report); statusErr != nil && err == nil {
 			err = statusErr
+		}
+		if wake := report.SizingWake(); err == nil && !wake.IsZero() {
+			// A second late, so that the decision is due when the reconcile looks.
+			if after := max(time.Until(wake)+time.Second, time.Second); result.RequeueAfter == 0 || after < result.RequeueAfter {
+				result.RequeueAfter = after
+			}
 		}
 	}()
 	targets, err := r.targets(ctx, sv)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
@@ -20,6 +21,12 @@ import (
 func (r *ScratchVolumeReconciler) updateStatus(ctx context.Context, sv *v1alpha1.ScratchVolume, rep *decide.Report) error {
 	status, episodes := rep.Status()
 	targetsInjected.WithLabelValues(sv.Namespace, sv.Name).Set(float64(status.InjectedTargets))
+	if rz := rep.Resize(); rz != nil {
+		// The status records the resize only once spec.size holds it.
+		if err := r.resize(ctx, sv, rz); err != nil {
+			return err
+		}
+	}
 	changed, err := decide.StatusChanged(&sv.Status, &status)
 	if err != nil {
 		return fmt.Errorf("failed to encode the status of ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
@@ -42,6 +49,19 @@ func (r *ScratchVolumeReconciler) updateStatus(ctx context.Context, sv *v1alpha1
 	for _, w := range decide.FullVolumes(episodes, status.RecommendedSize) {
 		r.warn(sv, nil, w)
 	}
+	return nil
+}
+
+// resize writes an automatic resize into spec.size under its own field manager, and fails when the
+// ScratchVolume changed since it was read: the next reconcile decides again from what it says.
+func (r *ScratchVolumeReconciler) resize(ctx context.Context, sv *v1alpha1.ScratchVolume, rz *decide.Resize) error {
+	patched := sv.DeepCopy()
+	patched.Spec.Size = rz.To
+	patch := client.MergeFromWithOptions(sv, client.MergeFromWithOptimisticLock{})
+	if err := r.Patch(ctx, patched, patch, client.FieldOwner(v1alpha1.SizingFieldManager)); err != nil {
+		return fmt.Errorf("failed to resize ScratchVolume %s/%s to %s: %w", sv.Namespace, sv.Name, rz.To.String(), err)
+	}
+	r.Recorder.Eventf(sv, nil, corev1.EventTypeNormal, v1alpha1.ReasonResized, "Resize", "%s", rz.Event)
 	return nil
 }
 

@@ -8,6 +8,10 @@ const (
 	// exactly which entries belong to us.
 	FieldManager = "dbtune-scratch-operator"
 
+	// SizingFieldManager is the field manager of the controller's writes of spec.size under
+	// spec.sizing.mode Automatic: the field a GitOps tool must leave to it (docs/gitops.md).
+	SizingFieldManager = "dbtune-scratch-operator-sizing"
+
 	// AgentFieldManager is the field manager of the node agent.
 	AgentFieldManager = "dbtune-node-agent"
 

@@ -175,3 +175,22 @@ const (
 	ReasonOverridden          = "Overridden"
 	ReasonNotOverridden       = "NotOverridden"
 )
+
+// Reasons of status.sizing: where an automatic resize stands (spec.sizing).
+const (
+	// ReasonSizingSteady: the recent peaks call for a size within a step of spec.size.
+	ReasonSizingSteady = "Steady"
+	// ReasonSizingNotObserved: no node agent has reported a pod of the targets yet.
+	ReasonSizingNotObserved = "NotObserved"
+	// ReasonSizingSustaining: the peaks call for a resize, not yet for spec.sizing.sustainFor.
+	ReasonSizingSustaining = "Sustaining"
+	// ReasonSizingInterval: the last automatic resize is more recent than spec.sizing.interval.
+	ReasonSizingInterval = "WaitingForInterval"
+	// ReasonSizingRecommendOnly: mode Recommend: the resize Automatic would make now.
+	ReasonSizingRecommendOnly = "RecommendOnly"
+	// ReasonSizingMemory: under accounting Validate a container's memory limit would not hold
+	// the proposed size, so the controller does not apply it.
+	ReasonSizingMemory = "MemoryLimitTooLow"
+	// ReasonResized: the controller set spec.size.
+	ReasonResized = "Resized"
+)

@@ -443,6 +443,16 @@ type ScratchVolumeSpec struct {
 	//
 	// +optional
 	Rollout *RolloutPolicy `json:"rollout,omitempty"`
+
+	// Sizing says who sets spec.size. Manual (the default): you do; status.recommendedSize only
+	// advises. Recommend: you do, and status.sizing also says what Automatic would do and when.
+	// Automatic: the controller sets spec.size itself, within min and max, to what the volumes'
+	// recent peaks call for once they have called for it long enough (sustainFor), at most once
+	// per interval, and only with approval or in a maintenance window (spec.changes), like every
+	// change you did not write; status.sizing keeps the last resizes and the figures behind them.
+	//
+	// +optional
+	Sizing *SizingPolicy `json:"sizing,omitempty"`
 }
 
 // RolloutPolicy paces the writes of a ScratchVolume's changes across its target StatefulSets.
@@ -466,6 +476,62 @@ type RolloutPolicy struct {
 	// +kubebuilder:validation:MaxLength=12
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+h)?([0-9]+m)?(0+s)?$') && self.matches('[0-9]+[hm]') && duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="spec.rollout.progressDeadline must be whole hours and minutes from 1m to 24h, such as 10m"
 	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+}
+
+// SizingMode says who sets spec.size.
+//
+// +kubebuilder:validation:Enum=Manual;Recommend;Automatic
+type SizingMode string
+
+const (
+	// SizingManual leaves spec.size to the user; status.recommendedSize advises.
+	SizingManual SizingMode = "Manual"
+	// SizingRecommend leaves spec.size to the user, and reports what Automatic would do.
+	SizingRecommend SizingMode = "Recommend"
+	// SizingAutomatic lets the controller set spec.size within bounds.
+	SizingAutomatic SizingMode = "Automatic"
+)
+
+// SizingPolicy says who sets spec.size, and within which bounds and how often the controller does.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode == 'Manual' || (has(self.min) && has(self.max))",message="spec.sizing.min and spec.sizing.max are required with mode Recommend or Automatic: they bound the sizes the controller may choose"
+// +kubebuilder:validation:XValidation:rule="!has(self.min) || !has(self.max) || !isQuantity(string(self.min)) || !isQuantity(string(self.max)) || !quantity(string(self.min)).isGreaterThan(quantity(string(self.max)))",message="spec.sizing.min must not be larger than spec.sizing.max"
+type SizingPolicy struct {
+	// Mode is Manual (the default), Recommend or Automatic.
+	//
+	// +optional
+	Mode SizingMode `json:"mode,omitempty"`
+
+	// Min and Max bound the sizes the controller chooses, from 16Mi to 64Gi; required with
+	// Recommend and Automatic. The controller never sets a size below the highest use a pod's
+	// volume has had, even when min allows it.
+	//
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && !quantity(string(self)).isLessThan(quantity('16Mi')) && !quantity(string(self)).isGreaterThan(quantity('64Gi')) && quantity(string(self)).sub(int(quantity(string(self)).asApproximateFloat() + 0.5)).compareTo(quantity('0')) == 0",message="spec.sizing.min must be a whole number of bytes from 16Mi to 64Gi, such as 256Mi"
+	Min *resource.Quantity `json:"min,omitempty"`
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && !quantity(string(self)).isLessThan(quantity('16Mi')) && !quantity(string(self)).isGreaterThan(quantity('64Gi')) && quantity(string(self)).sub(int(quantity(string(self)).asApproximateFloat() + 0.5)).compareTo(quantity('0')) == 0",message="spec.sizing.max must be a whole number of bytes from 16Mi to 64Gi, such as 4Gi"
+	Max *resource.Quantity `json:"max,omitempty"`
+
+	// SustainFor is how long the volumes' recent peaks must call for a size at least one step
+	// away from spec.size, without a break, before the controller proposes it: one spike, which
+	// leaves the agents' one-hour window after an hour, does not. From 1m to 30 days (720h).
+	// Default 6h.
+	//
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=12
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+h)?([0-9]+m)?(0+s)?$') && self.matches('[0-9]+[hm]') && duration(self) >= duration('1m') && duration(self) <= duration('720h')",message="spec.sizing.sustainFor must be whole hours and minutes from 1m to 720h, such as 6h"
+	SustainFor *metav1.Duration `json:"sustainFor,omitempty"`
+
+	// Interval is the least time between two automatic resizes. From 1m to 30 days (720h).
+	// Default 24h.
+	//
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=12
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+h)?([0-9]+m)?(0+s)?$') && self.matches('[0-9]+[hm]') && duration(self) >= duration('1m') && duration(self) <= duration('720h')",message="spec.sizing.interval must be whole hours and minutes from 1m to 720h, such as 24h"
+	Interval *metav1.Duration `json:"interval,omitempty"`
 }
 
 // ChangePolicy says when changes the user did not write may be applied without approval.
@@ -915,6 +981,66 @@ type TempSpaceStatus struct {
 	WhenFull string `json:"whenFull,omitempty"`
 }
 
+// SizingStatus is what spec.sizing decided.
+type SizingStatus struct {
+	// Proposed is the size the recent peaks call for within spec.sizing's bounds, when it is at
+	// least one step away from spec.size.
+	//
+	// +optional
+	Proposed *resource.Quantity `json:"proposed,omitempty"`
+
+	// Since is when the peaks started calling for a resize in this direction, without a break
+	// since.
+	//
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+
+	// ID names the proposed resize for approval: the annotation dbtune.io/approve-change=<id>
+	// lets it through outside a maintenance window.
+	//
+	// +optional
+	ID string `json:"id,omitempty"`
+
+	// Reason says where the proposal stands: Steady (nothing to change), NotObserved, Sustaining,
+	// WaitingForInterval, MemoryLimitTooLow, RecommendOnly, AwaitingApproval,
+	// AwaitingMaintenanceWindow or Resized; Message says it in words, with the figures.
+	//
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Last is the last automatic resize, such as "512Mi → 1Gi" (the Last-Resize column).
+	//
+	// +optional
+	Last string `json:"last,omitempty"`
+
+	// History holds the last five automatic resizes, newest first.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=5
+	History []SizeChange `json:"history,omitempty"`
+}
+
+// SizeChange is one automatic resize and the figures behind it.
+type SizeChange struct {
+	// Time is when the controller wrote spec.size.
+	Time metav1.Time `json:"time"`
+	// From and To are spec.size before and after.
+	From resource.Quantity `json:"from"`
+	To   resource.Quantity `json:"to"`
+	// WindowPeakBytes is the highest use of a pod's volume in the agents' last window when the
+	// decision was made, PeakBytes the highest since the pods started, over Pods pods.
+	WindowPeakBytes int64 `json:"windowPeakBytes"`
+	PeakBytes       int64 `json:"peakBytes"`
+	Pods            int32 `json:"pods"`
+	// Since is when the peaks started calling for it.
+	Since metav1.Time `json:"since"`
+	// Why says what let it through: the approval, or the maintenance window.
+	Why string `json:"why"`
+}
+
 // ScratchVolumeStatus is what the controller observed and did.
 type ScratchVolumeStatus struct {
 	// ObservedGeneration is the metadata.generation the status describes.
@@ -968,6 +1094,13 @@ type ScratchVolumeStatus struct {
 	// +optional
 	RecommendedSize *resource.Quantity `json:"recommendedSize,omitempty"`
 
+	// Sizing is what spec.sizing decided: the resize the volumes' recent peaks call for, since
+	// when, and why it is not applied yet; and the last automatic resizes. Unset with mode
+	// Manual.
+	//
+	// +optional
+	Sizing *SizingStatus `json:"sizing,omitempty"`
+
 	// FullPods are the pods whose full volumes the controller has announced with an Event.
 	//
 	// +optional
@@ -990,6 +1123,8 @@ type ScratchVolumeStatus struct {
 // +kubebuilder:printcolumn:name="Peak-%",type=integer,JSONPath=`.status.usage.peakPercent`,description="Highest use of a pod's RAM volume, in percent of the size"
 // +kubebuilder:printcolumn:name="Recommended",type=string,JSONPath=`.status.recommendedSize`,description="Size the observed peaks call for"
 // +kubebuilder:printcolumn:name="Capacity",type=string,JSONPath=`.status.conditions[?(@.type=="Capacity")].reason`,description="Sufficient, NearFull, Full or NotObserved"
+// +kubebuilder:printcolumn:name="Sizing",type=string,JSONPath=`.spec.sizing.mode`,description="Who sets spec.size: Manual (empty), Recommend or Automatic"
+// +kubebuilder:printcolumn:name="Last-Resize",type=string,JSONPath=`.status.sizing.last`,description="The last automatic resize"
 // +kubebuilder:printcolumn:name="Purpose",type=string,JSONPath=`.spec.purpose`
 // +kubebuilder:printcolumn:name="Injected",type=integer,JSONPath=`.status.injectedTargets`,description="StatefulSets carrying the volume"
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingChanges`,description="StatefulSets with a change waiting for approval or a maintenance window"

@@ -96,20 +96,40 @@ func Recommend(obs []v1alpha1.ScratchVolumeUsage, size resource.Quantity) *resou
 	return resource.NewQuantity(bytes, resource.BinarySI)
 }
 
+// RecommendRecent is Recommend from the pods' peaks over the agents' window (the last hour by
+// default) instead of their whole lives: what recent use calls for, which a spike leaves once it
+// is older than the window. A volume found full within the window (its window peak at FullPercent
+// of its size) counts as full.
+func RecommendRecent(obs []v1alpha1.ScratchVolumeUsage, size resource.Quantity) *resource.Quantity {
+	recent := make([]v1alpha1.ScratchVolumeUsage, len(obs))
+	for i, o := range obs {
+		recent[i] = v1alpha1.ScratchVolumeUsage{SizeBytes: o.SizeBytes, PeakBytes: o.WindowPeakBytes,
+			Full: o.Full || percent(o.WindowPeakBytes, o.SizeBytes) >= FullPercent}
+	}
+	return Recommend(recent, size)
+}
+
+// Step is the tidy step at a size of bytes: 16Mi up to 256Mi, 64Mi up to 1Gi, 256Mi up to 4Gi,
+// 1Gi above.
+func Step(bytes int64) int64 {
+	switch {
+	case bytes <= 256*mi:
+		return 16 * mi
+	case bytes <= 1024*mi:
+		return 64 * mi
+	case bytes <= 4096*mi:
+		return 256 * mi
+	}
+	return 1024 * mi
+}
+
+// Tidy rounds bytes up to its Step.
+func Tidy(bytes int64) int64 { return tidy(float64(bytes)) }
+
 // tidy rounds up to a step that grows with the size, so that a recommendation reads like one a
 // person would write (384Mi, 1280Mi, 6Gi) and does not move with every byte of a new peak.
 func tidy(bytes float64) int64 {
-	var step float64
-	switch {
-	case bytes <= 256*mi:
-		step = 16 * mi
-	case bytes <= 1024*mi:
-		step = 64 * mi
-	case bytes <= 4096*mi:
-		step = 256 * mi
-	default:
-		step = 1024 * mi
-	}
+	step := float64(Step(int64(math.Ceil(bytes))))
 	return int64(math.Ceil(bytes/step) * step)
 }
 

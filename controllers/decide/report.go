@@ -67,6 +67,13 @@ type Report struct {
 	containers map[string]*corev1.Container
 	// lastIndex finds a target's entry in the last status by name; built on first use.
 	lastIndex map[string]int
+	// now and windows are the time decisions are made at and the manager's default maintenance
+	// windows (Clock); resize is the automatic resize the status decided (Resize).
+	now     time.Time
+	windows []v1alpha1.MaintenanceWindow
+	resize  *Resize
+	// sizingWake is when the sizing decision should be made again (SizingWake).
+	sizingWake time.Time
 }
 
 type finding struct{ target, reason, message string }

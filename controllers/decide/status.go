@@ -33,6 +33,7 @@ func (rep *Report) Status() (v1alpha1.ScratchVolumeStatus, []capacity.Episode) {
 	}
 	sort.Slice(status.Targets, func(i, j int) bool { return status.Targets[i].Name < status.Targets[j].Name })
 	rep.capacity(&status)
+	rep.sizing(&status)
 	for _, cond := range rep.conditions() {
 		meta.SetStatusCondition(&status.Conditions, cond)
 	}

@@ -86,8 +86,21 @@ func (rep *Report) limitsFor(rec *resource.Quantity) string {
 	case v1alpha1.MemoryIgnore:
 		return "; accounting Ignore: check the containers' memory limits yourself"
 	}
+	if short := rep.memoryShortFor(rec); short != "" {
+		return "; with accounting Validate it needs larger memory limits for container " + short
+	}
+	return "; the containers' memory limits hold it"
+}
+
+// memoryShortFor names, under accounting Validate, the containers whose memory limit would not
+// hold a volume of size, with what they have and need; "" when all do, or under another
+// accounting.
+func (rep *Report) memoryShortFor(size *resource.Quantity) string {
+	if a := rep.sv.Spec.Memory.Accounting; a != "" && a != v1alpha1.MemoryValidate {
+		return ""
+	}
 	resized := rep.sv.DeepCopy()
-	resized.Spec.Size = rec.DeepCopy()
+	resized.Spec.Size = size.DeepCopy()
 	var short []string
 	for _, target := range slices.Sorted(maps.Keys(rep.containers)) {
 		c := rep.containers[target]
@@ -98,10 +111,7 @@ func (rep *Report) limitsFor(rec *resource.Quantity) string {
 		}
 		short = append(short, fmt.Sprintf("%s of %s (%s, needs %s)", c.Name, target, quantity.Approx(limit.Value()), quantity.Approx(need.Value())))
 	}
-	if len(short) == 0 {
-		return "; the containers' memory limits hold it"
-	}
-	return "; with accounting Validate it needs larger memory limits for container " + strings.Join(short, ", ")
+	return strings.Join(short, ", ")
 }
 
 // statefulSetOf returns which of targets (StatefulSet names) pod belongs to: a StatefulSet names
