@@ -321,8 +321,11 @@ func (e *env) failoverPhase(ctx context.Context, cfg config, n int, el election,
 	}); err != nil {
 		return p, err
 	}
-	if !standby.leads(ctx) {
-		return p, fmt.Errorf("the Lease changed hands, but replica %s does not lead", standby.user)
+	// The replica sets its metric once it has written the Lease, a moment later.
+	if _, err := waitFor(ctx, "the new holder of the Lease to say it leads", 10*time.Second, func() (bool, string) {
+		return standby.leads(ctx), "replica " + standby.user + " does not report leading"
+	}); err != nil {
+		return p, fmt.Errorf("the Lease changed hands, but: %w", err)
 	}
 	if _, err := waitFor(ctx, "the fleet to reach its end state", cfg.timeout, func() (bool, string) {
 		_, over, status := check()
