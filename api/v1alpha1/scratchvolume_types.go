@@ -509,6 +509,9 @@ type SizingPolicy struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && !quantity(string(self)).isLessThan(quantity('16Mi')) && !quantity(string(self)).isGreaterThan(quantity('64Gi')) && quantity(string(self)).sub(int(quantity(string(self)).asApproximateFloat() + 0.5)).compareTo(quantity('0')) == 0",message="spec.sizing.min must be a whole number of bytes from 16Mi to 64Gi, such as 256Mi"
 	Min *resource.Quantity `json:"min,omitempty"`
+
+	// Max is the largest size the controller chooses (see Min).
+	//
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && !quantity(string(self)).isLessThan(quantity('16Mi')) && !quantity(string(self)).isGreaterThan(quantity('64Gi')) && quantity(string(self)).sub(int(quantity(string(self)).asApproximateFloat() + 0.5)).compareTo(quantity('0')) == 0",message="spec.sizing.max must be a whole number of bytes from 16Mi to 64Gi, such as 4Gi"
 	Max *resource.Quantity `json:"max,omitempty"`
@@ -1007,6 +1010,9 @@ type SizingStatus struct {
 	//
 	// +optional
 	Reason string `json:"reason,omitempty"`
+
+	// Message says where the proposal stands in words, with the figures it rests on.
+	//
 	// +optional
 	Message string `json:"message,omitempty"`
 
@@ -1027,14 +1033,17 @@ type SizingStatus struct {
 type SizeChange struct {
 	// Time is when the controller wrote spec.size.
 	Time metav1.Time `json:"time"`
-	// From and To are spec.size before and after.
+	// From is spec.size before the resize.
 	From resource.Quantity `json:"from"`
-	To   resource.Quantity `json:"to"`
+	// To is spec.size after it.
+	To resource.Quantity `json:"to"`
 	// WindowPeakBytes is the highest use of a pod's volume in the agents' last window when the
-	// decision was made, PeakBytes the highest since the pods started, over Pods pods.
+	// decision was made.
 	WindowPeakBytes int64 `json:"windowPeakBytes"`
-	PeakBytes       int64 `json:"peakBytes"`
-	Pods            int32 `json:"pods"`
+	// PeakBytes is the highest use of a pod's volume since the pods started.
+	PeakBytes int64 `json:"peakBytes"`
+	// Pods is how many pods the figures cover.
+	Pods int32 `json:"pods"`
 	// Since is when the peaks started calling for it.
 	Since metav1.Time `json:"since"`
 	// Why says what let it through: the approval, or the maintenance window.
