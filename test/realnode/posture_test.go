@@ -3,9 +3,7 @@
 package realnode_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -16,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dbtune/scratch-operator/test/localcluster"
 )
 
 // testContainersAsDeclared reads, from the host, what every installed container runs with, and
@@ -189,24 +189,6 @@ func firstSeccomp(vs ...*corev1.SeccompProfile) *corev1.SeccompProfile {
 	return nil
 }
 
-// auditEvent is what the permission check reads from an audit log line.
-type auditEvent struct {
-	Verb string `json:"verb"`
-	User struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-		APIGroup    string `json:"apiGroup"`
-		Namespace   string `json:"namespace"`
-	} `json:"objectRef"`
-	RequestURI     string `json:"requestURI"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-}
-
 // permission is one verb on one resource of an API group, as RBAC rules grant it.
 type permission struct{ group, resource, verb string }
 
@@ -246,19 +228,12 @@ func (p *product) comparePermissions(t *testing.T, ranAll bool) {
 	ctx := t.Context()
 	used := map[string]map[permission]int{}
 	refused := map[string][]string{}
-	f, err := os.Open(p.c.AuditLog())
+	events, err := localcluster.ReadAuditLog(p.c.AuditLog(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	prefix := "system:serviceaccount:" + installNamespace + ":"
-	for sc.Scan() {
-		var ev auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatalf("audit log line %q: %v", sc.Text(), err)
-		}
+	for _, ev := range events {
 		sa, ok := strings.CutPrefix(ev.User.Username, prefix)
 		if !ok || ev.ObjectRef == nil {
 			continue
@@ -276,9 +251,6 @@ func (p *product) comparePermissions(t *testing.T, ranAll bool) {
 			used[sa] = map[permission]int{}
 		}
 		used[sa][perm]++
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	for sa, reqs := range refused {
 		slices.Sort(reqs)

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/test/localcluster"
 )
 
 const (
@@ -277,7 +278,7 @@ func (e *env) failoverPhase(ctx context.Context, cfg config, n int, el election,
 	if err != nil {
 		return p, err
 	}
-	from, err := auditOffset(e.cluster.AuditLog())
+	from, err := localcluster.AuditLogSize(e.cluster.AuditLog())
 	if err != nil {
 		return p, err
 	}
@@ -338,7 +339,7 @@ func (e *env) failoverPhase(ctx context.Context, cfg config, n int, el election,
 	if err := sleepUntil(ctx, time.Now().Add(failoverQuiet)); err != nil {
 		return p, err
 	}
-	events, err := readAudit(e.cluster.AuditLog(), from)
+	events, err := localcluster.ReadAuditLog(e.cluster.AuditLog(), from)
 	if err != nil {
 		return p, err
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/controllers/inject"
+	"github.com/dbtune/scratch-operator/test/localcluster"
 )
 
 // The audit log is the only witness of which replica wrote what: the counts must tell the killed
@@ -47,7 +48,7 @@ func TestCountFailoverWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	from := int64(len("{\"kind\":\"Event\",\"stage\":\"ResponseComplete\"}\n"))
-	events, err := readAudit(path, from)
+	events, err := localcluster.ReadAuditLog(path, from)
 	if err != nil {
 		t.Fatal(err)
 	}
