@@ -156,10 +156,12 @@ func userEdited(rec *v1alpha1.AppliedConfig, sv *v1alpha1.ScratchVolume, th stri
 	return rec.Generation != sv.Generation && (rec.SpecHash == "" || rec.SpecHash != SpecHash(sv))
 }
 
-// SpecHash is a short hash of sv's spec but spec.changes.
+// SpecHash is a short hash of sv's spec but spec.changes and spec.sizing: an edit of either alone
+// lets no pending change through.
 func SpecHash(sv *v1alpha1.ScratchVolume) string {
 	spec := sv.Spec
-	spec.Changes = nil
+	// Neither says what a target gets: who may set spec.size, and when a change may be applied.
+	spec.Changes, spec.Sizing = nil, nil
 	raw, _ := json.Marshal(spec) // a spec always marshals
 	return shortHash(raw)
 }

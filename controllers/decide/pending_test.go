@@ -122,6 +122,10 @@ func TestWhatLetsAChangeThrough(t *testing.T) {
 			sv.Generation++
 			sv.Spec.Changes = &v1alpha1.ChangePolicy{MaintenanceWindows: window("01:00", time.Hour)}
 		}, wait: v1alpha1.ReasonAwaitingWindow},
+		{name: "the user edited only spec.sizing", change: func(sv *v1alpha1.ScratchVolume, _ *appsv1.StatefulSet, _ *Gate) {
+			sv.Generation++
+			sv.Spec.Sizing = &v1alpha1.SizingPolicy{Mode: v1alpha1.SizingRecommend, Min: new(resource.MustParse("64Mi")), Max: new(resource.MustParse("1Gi"))}
+		}, wait: v1alpha1.ReasonAwaitingApproval},
 		{name: "a default the API server fills in moved the spec, not the generation", change: func(sv *v1alpha1.ScratchVolume, _ *appsv1.StatefulSet, _ *Gate) {
 			sv.Spec.Container = "db"
 		}, wait: v1alpha1.ReasonAwaitingApproval},
