@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dbtune/scratch-operator/test/bench/chart"
@@ -14,11 +15,12 @@ import (
 // Lease and wrote, against the Lease's duration, and who wrote the StatefulSets.
 func (r *results) failoverChart() *chart.Chart {
 	ch := &chart.Chart{
-		Title:    "Leader failover: the leader SIGKILLed mid-injection and mid-revert, every run",
-		Series:   []string{"Lease taken, from the kill", "Lease taken, from the dead leader's last renewal", "written by the killed leader", "written by the survivor", "written twice"},
-		Machine:  fmt.Sprintf("%d CPUs, %.0f GiB, Linux %s; local control plane", r.Machine.CPUs, r.Machine.MemoryGiB, r.Machine.Kernel),
-		Measured: r.Generated,
-		Notes:    "Two manager replicas with leader election; the shaded band is the Lease's duration (15 s, controller-runtime's default, or shorter with --leader-election-lease-duration). Writes: successful StatefulSet writes in the API server's audit log, by replica; the table in docs/benchmarks.md has the rest.",
+		Title:       "Leader failover: the leader SIGKILLed mid-injection and mid-revert, every run",
+		Orientation: chart.Horizontal,
+		Series:      []string{"Lease taken, from the kill", "Lease taken, from the dead leader's last renewal", "written by the killed leader", "written by the survivor", "written twice"},
+		Machine:     fmt.Sprintf("%d CPUs, %.0f GiB, Linux %s; local control plane", r.Machine.CPUs, r.Machine.MemoryGiB, r.Machine.Kernel),
+		Measured:    r.Generated,
+		Notes:       "Two manager replicas with leader election; the shaded band is the Lease's duration (15 s, controller-runtime's default, or shorter with --leader-election-lease-duration). Writes: successful StatefulSet writes in the API server's audit log, by replica; the table in docs/benchmarks.md has the rest.",
 	}
 	takeover := chart.Panel{Title: "takeover\n(the longest Lease's duration shaded)", ValueAxis: "seconds", Band: &chart.Band{Low: 0, High: r.longestLease(), Label: "Lease duration"}}
 	writes := chart.Panel{Title: "StatefulSet writes\n(one per StatefulSet is the ideal)", ValueAxis: "StatefulSets"}
@@ -29,15 +31,16 @@ func (r *results) failoverChart() *chart.Chart {
 				name string
 				p    failoverPhase
 			}{{"inject", run.Inject}, {"revert", run.Revert}} {
-				label := fmt.Sprintf("Lease %gs, run %d\n%s", f.LeaseDurationSeconds, i+1, ph.name)
+				label := fmt.Sprintf("Lease %gs, run %d, %s", f.LeaseDurationSeconds, i+1, ph.name)
 				takeover.Groups = append(takeover.Groups, chart.Group{Label: label, Bars: []chart.Bar{
 					{Value: ph.p.TakeoverSeconds, Label: fmt.Sprintf("%.1f", ph.p.TakeoverSeconds)},
 					{Value: ph.p.AfterLastRenewalSeconds, Label: fmt.Sprintf("%.1f", ph.p.AfterLastRenewalSeconds)},
 				}})
 				twice := ph.p.Writes.twice()
 				writes.Groups = append(writes.Groups, chart.Group{Label: label, Bars: []chart.Bar{nan, nan,
-					{Value: float64(ph.p.Writes.ByKilled)}, {Value: float64(ph.p.Writes.BySurvivor)},
-					{Value: float64(twice), Highlight: twice > 0},
+					{Value: float64(ph.p.Writes.ByKilled), Label: strconv.Itoa(ph.p.Writes.ByKilled)},
+					{Value: float64(ph.p.Writes.BySurvivor), Label: strconv.Itoa(ph.p.Writes.BySurvivor)},
+					{Value: float64(twice), Label: strconv.Itoa(twice), Highlight: twice > 0},
 				}})
 			}
 		}
@@ -50,7 +53,7 @@ func (r *results) failoverChart() *chart.Chart {
 func (r *results) failoverMarkdown() string {
 	var b strings.Builder
 	for _, f := range r.Failover {
-		fmt.Fprintf(&b, "\nLeader failover at N=%d: two replicas with leader election (Lease duration %g s, renew deadline %g s, retry period %g s); the leader SIGKILLed once %.0f%% of the fleet was done, in the injection and again in the revert; every run:\n\n",
+		fmt.Fprintf(&b, "\nLeader failover at N=%d: two replicas with leader election (Lease duration %.3g s, renew deadline %.3g s, retry period %.3g s); the leader SIGKILLed once %.0f%% of the fleet was done, in the injection and again in the revert; every run:\n\n",
 			f.N, f.LeaseDurationSeconds, f.RenewDeadlineSeconds, f.RetryPeriodSeconds, 100*f.KillAt)
 		b.WriteString("| run | phase | killed at (done) | Lease taken after the kill / after the last renewal | survivor's first write after the kill | end state reached | StatefulSet writes: killed leader / survivor / other | StatefulSets written 0 / 1 / 2+ times | failed writes | drop-in ConfigMap writes |\n")
 		b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---|---:|\n")
