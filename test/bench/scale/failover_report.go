@@ -103,6 +103,33 @@ func (w failoverWrites) times(k int) int {
 	return 0
 }
 
+// rolloutChart draws every rollout run: how long until every pod ran the new template and was
+// ready, and the revert until every pod ran the original again, beside how many StatefulSets
+// rolled at once.
+func (r *results) rolloutChart() *chart.Chart {
+	ch := &chart.Chart{
+		Title:       "Paced and unpaced rollouts of one selector per namespace, every run",
+		Series:      []string{"injection: every pod replaced and ready", "revert: every pod back on the original", "most StatefulSets rolling at once"},
+		Orientation: chart.Horizontal,
+		Machine:     fmt.Sprintf("%d CPUs, %.0f GiB, Linux %s; local control plane, kwok nodes", r.Machine.CPUs, r.Machine.MemoryGiB, r.Machine.Kernel),
+		Measured:    r.Generated,
+		Notes:       "kwok starts and readies a pod at once: with real databases every wave also waits for the slowest pod's start.",
+	}
+	times := chart.Panel{Title: "time (lower is better)", ValueAxis: "seconds"}
+	rolling := chart.Panel{Title: "StatefulSets rolling at once", ValueAxis: "StatefulSets"}
+	nan := chart.Bar{Value: math.NaN()}
+	for i, ro := range r.Rollouts {
+		label := fmt.Sprintf("run %d, %s", i/2+1, ro.Settings.Name)
+		times.Groups = append(times.Groups, chart.Group{Label: label, Bars: []chart.Bar{
+			{Value: ro.Inject.ReadySeconds, Label: fmt.Sprintf("%.0f", ro.Inject.ReadySeconds)},
+			{Value: ro.RevertRolledOutSeconds, Label: fmt.Sprintf("%.0f", ro.RevertRolledOutSeconds)},
+		}})
+		rolling.Groups = append(rolling.Groups, chart.Group{Label: label, Bars: []chart.Bar{nan, nan, {Value: float64(ro.Inject.MaxRolling), Label: strconv.Itoa(ro.Inject.MaxRolling)}}})
+	}
+	ch.Panels = []chart.Panel{times, rolling}
+	return ch
+}
+
 // rolloutMarkdown tabulates every rollout run, paced and unpaced.
 func (r *results) rolloutMarkdown() string {
 	if len(r.Rollouts) == 0 {

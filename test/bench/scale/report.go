@@ -176,7 +176,7 @@ func (r *results) write(dir string, md io.Writer) error {
 		return err
 	}
 	logf("wrote %s", jsonPath)
-	if len(r.Levels) > 0 || len(r.Failover) > 0 {
+	if len(r.Levels) > 0 || len(r.Failover) > 0 || len(r.Rollouts) > 0 {
 		png, err := r.writeChart(dir)
 		if err != nil {
 			return err
@@ -327,8 +327,11 @@ func (r *results) chart() *chart.Chart {
 func (r *results) writeChart(dir string) (string, error) {
 	path := filepath.Join(dir, r.name()+".png")
 	ch := r.chart()
-	if r.name() == onlyFailover {
+	switch r.name() {
+	case onlyFailover:
 		ch = r.failoverChart()
+	case onlyRollout:
+		ch = r.rolloutChart()
 	}
 	f, err := os.Create(path)
 	if err != nil {
