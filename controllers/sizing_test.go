@@ -71,7 +71,7 @@ func TestAutomaticSizing(t *testing.T) {
 	got := getSV(t, e, ns, "tmp")
 	owner := ""
 	for _, f := range got.ManagedFields {
-		if f.FieldsV1 != nil && strings.Contains(string(f.FieldsV1.Raw), `"f:size"`) {
+		if f.FieldsV1 != nil && strings.Contains(f.FieldsV1.GetRawString(), `"f:size"`) {
 			owner = f.Manager
 		}
 	}

@@ -39,7 +39,7 @@ func (l *Layout) LimitTempSpace(p Profile, size int64, spec *v1alpha1.MySQLSpec)
 func roundDownToBlock(n int64) int64 { return max(tempSpaceBlock, n/tempSpaceBlock*tempSpaceBlock) }
 
 // WhenFull says what the server does when temporary data reaches its limit or fills the volume at
-// l.TmpDir, as the profile and the layout place that data. The behaviour without a server limit
+// l.TmpDir, as the profile and the layout place that data. The behavior without a server limit
 // was seen on MariaDB 10.11 and 11.8 and MySQL 9.7 (test/mariadb: TestFullTmpfs,
 // TestFullSessionTablespaceStopsMySQL), with it on MariaDB 11.8 (TestServerTempSpaceLimit).
 func WhenFull(p Profile, l Layout) string {

@@ -158,7 +158,7 @@ func (e *env) measureFailover(ctx context.Context, cfg config, n int) ([]*failov
 			r, err := e.failoverRun(ctx, cfg, n, i, el)
 			results[j].Runs = append(results[j].Runs, r)
 			if err != nil {
-				return results, fmt.Errorf("Lease %s, run %d: %w", el.lease, i+1, err)
+				return results, fmt.Errorf("run %d with a Lease of %s: %w", i+1, el.lease, err)
 			}
 			logf("  inject: killed at %d done, took over in %.1f s (%.1f s after the last renewal), first write %.1f s after the kill, all in %.1f s; %d written twice",
 				r.Inject.DoneAtKill, r.Inject.TakeoverSeconds, r.Inject.AfterLastRenewalSeconds, r.Inject.FirstWriteSeconds, r.Inject.Seconds, r.Inject.Writes.twice())

@@ -369,7 +369,8 @@ func duplicateNames(pod *corev1.PodSpec) string {
 		}
 		return ""
 	}
-	var volumes, inits []string
+	volumes := make([]string, 0, len(pod.Volumes))
+	inits := make([]string, 0, len(pod.InitContainers))
 	for _, v := range pod.Volumes {
 		volumes = append(volumes, v.Name)
 	}
