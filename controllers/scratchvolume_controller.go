@@ -78,6 +78,9 @@ type ScratchVolumeReconciler struct {
 	decisions fleetcache.Decisions
 	// reverted are the StatefulSets each ScratchVolume reverted that may still roll out.
 	reverted reverting
+	// resized holds, by ScratchVolume, the status.sizing written with an automatic resize until the
+	// cache has it: the reconcile the new spec.size brings may read the old status first.
+	resized sync.Map
 }
 
 func (r *ScratchVolumeReconciler) version() string {
@@ -141,6 +144,7 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	report := decide.NewReport(sv, r.WriteWar, r.version())
 	report.Clock(time.Now(), r.MaintenanceWindows)
+	report.KnownSizing(r.knownSizing(sv))
 	defer func() {
 		if staleWrite(err) {
 			// The StatefulSet moved or went between read and write, or the cache has not caught

@@ -49,7 +49,26 @@ func (r *ScratchVolumeReconciler) updateStatus(ctx context.Context, sv *v1alpha1
 	for _, w := range decide.FullVolumes(episodes, status.RecommendedSize) {
 		r.warn(sv, nil, w)
 	}
+	if rep.Resize() != nil {
+		r.resized.Store(client.ObjectKeyFromObject(sv), status.Sizing.DeepCopy())
+	}
 	return nil
+}
+
+// knownSizing is the status.sizing written with sv's last automatic resize when the cached sv does
+// not show it yet, nil otherwise.
+func (r *ScratchVolumeReconciler) knownSizing(sv *v1alpha1.ScratchVolume) *v1alpha1.SizingStatus {
+	key := client.ObjectKeyFromObject(sv)
+	v, ok := r.resized.Load(key)
+	if !ok {
+		return nil
+	}
+	known := v.(*v1alpha1.SizingStatus)
+	if decide.SizingSeen(sv.Status.Sizing, known) {
+		r.resized.Delete(key)
+		return nil
+	}
+	return known
 }
 
 // resize writes an automatic resize into spec.size under its own field manager, and fails when the

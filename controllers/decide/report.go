@@ -72,8 +72,10 @@ type Report struct {
 	now     time.Time
 	windows []v1alpha1.MaintenanceWindow
 	resize  *Resize
-	// sizingWake is when the sizing decision should be made again (SizingWake).
-	sizingWake time.Time
+	// sizingWake is when the sizing decision should be made again (SizingWake); knownSizing the
+	// status.sizing of the last resize, when the ScratchVolume as read is older (KnownSizing).
+	sizingWake  time.Time
+	knownSizing *v1alpha1.SizingStatus
 }
 
 type finding struct{ target, reason, message string }

@@ -38,6 +38,18 @@ func (rep *Report) Clock(now time.Time, windows []v1alpha1.MaintenanceWindow) {
 	rep.now, rep.windows = now, windows
 }
 
+// KnownSizing gives the report the status.sizing written with the last automatic resize, when the
+// ScratchVolume as read does not show it yet; the decision starts from it instead.
+func (rep *Report) KnownSizing(s *v1alpha1.SizingStatus) { rep.knownSizing = s }
+
+// SizingSeen says whether status.sizing as read (got) already records the last resize of written.
+func SizingSeen(got, written *v1alpha1.SizingStatus) bool {
+	if written == nil || len(written.History) == 0 {
+		return true
+	}
+	return got != nil && len(got.History) > 0 && !got.History[0].Time.Before(&written.History[0].Time)
+}
+
 // Resize is the automatic resize the last Status decided, nil when there is none.
 func (rep *Report) Resize() *Resize { return rep.resize }
 
@@ -51,6 +63,9 @@ func (rep *Report) SizingWake() time.Time { return rep.sizingWake }
 func (rep *Report) sizing(st *v1alpha1.ScratchVolumeStatus) {
 	rep.resize, rep.sizingWake = nil, time.Time{}
 	sv, last := rep.sv, rep.sv.Status.Sizing
+	if !SizingSeen(last, rep.knownSizing) {
+		last = rep.knownSizing
+	}
 	policy := sv.Spec.Sizing
 	if policy == nil || policy.Mode == "" || policy.Mode == v1alpha1.SizingManual || policy.Min == nil || policy.Max == nil {
 		return

@@ -192,3 +192,27 @@ func TestSizingManualAndUnobserved(t *testing.T) {
 		t.Errorf("no pods observed: %+v", st.Sizing)
 	}
 }
+
+// The reconcile the new spec.size brings may read the status from before the resize: the resize
+// the controller wrote must not be lost from the history, nor repeated within the interval.
+func TestSizingKeepsAResizeTheCacheHasNotSeen(t *testing.T) {
+	sv := &v1alpha1.ScratchVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tmp", UID: "u1"}}
+	sv.Spec.Size = resource.MustParse("640Mi") // written
+	sv.Spec.Sizing = &v1alpha1.SizingPolicy{Mode: v1alpha1.SizingAutomatic, Min: new(resource.MustParse("256Mi")), Max: new(resource.MustParse("2Gi"))}
+	sv.Status.Sizing = proposing("640Mi", 7*time.Hour) // read from before the resize
+	known := &v1alpha1.SizingStatus{Reason: v1alpha1.ReasonResized, Last: "512Mi → 640Mi", History: []v1alpha1.SizeChange{{
+		Time: metav1.NewTime(sizingNow.Add(-time.Second)), From: resource.MustParse("512Mi"), To: resource.MustParse("640Mi")}}}
+	if SizingSeen(sv.Status.Sizing, known) || !SizingSeen(known, known) || !SizingSeen(nil, nil) {
+		t.Fatal("SizingSeen cannot tell the status as read from the one written")
+	}
+	rep := NewReport(sv, WriteWarRule{}, "v1")
+	rep.Clock(sizingNow, nil)
+	rep.KnownSizing(known)
+	obs := []v1alpha1.ScratchVolumeUsage{{Namespace: "ns", Pod: "db-0", ScratchVolume: "tmp", SizeBytes: 512 * mib, PeakBytes: 500 * mib, WindowPeakBytes: 500 * mib}}
+	rep.Observe(obs)
+	st := &v1alpha1.ScratchVolumeStatus{Usage: capacity.Summarize(obs)}
+	rep.sizing(st)
+	if st.Sizing.Reason != v1alpha1.ReasonSizingSteady || len(st.Sizing.History) != 1 || st.Sizing.Last != "512Mi → 640Mi" || rep.Resize() != nil {
+		t.Errorf("after a resize the cache has not seen: %+v", st.Sizing)
+	}
+}
