@@ -22,10 +22,12 @@ func (r *ScratchVolumeReconciler) updateStatus(ctx context.Context, sv *v1alpha1
 	status, episodes := rep.Status()
 	targetsInjected.WithLabelValues(sv.Namespace, sv.Name).Set(float64(status.InjectedTargets))
 	if rz := rep.Resize(); rz != nil {
-		// The status records the resize only once spec.size holds it.
+		// The status records the resize only once spec.size holds it; until the cache shows that
+		// status, also when writing it fails below, the next reconcile starts from it (knownSizing).
 		if err := r.resize(ctx, sv, rz); err != nil {
 			return err
 		}
+		r.resized.Store(client.ObjectKeyFromObject(sv), status.Sizing.DeepCopy())
 	}
 	changed, err := decide.StatusChanged(&sv.Status, &status)
 	if err != nil {
@@ -48,9 +50,6 @@ func (r *ScratchVolumeReconciler) updateStatus(ctx context.Context, sv *v1alpha1
 	}
 	for _, w := range decide.FullVolumes(episodes, status.RecommendedSize) {
 		r.warn(sv, nil, w)
-	}
-	if rep.Resize() != nil {
-		r.resized.Store(client.ObjectKeyFromObject(sv), status.Sizing.DeepCopy())
 	}
 	return nil
 }

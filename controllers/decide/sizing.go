@@ -70,7 +70,8 @@ func (rep *Report) sizing(st *v1alpha1.ScratchVolumeStatus) {
 	if policy == nil || policy.Mode == "" || policy.Mode == v1alpha1.SizingManual || policy.Min == nil || policy.Max == nil {
 		return
 	}
-	if rep.now.IsZero() {
+	if rep.now.IsZero() || (rep.observed == nil && last != nil) {
+		// No clock, or the observations could not be read: keep the proposal and its clock.
 		st.Sizing = last.DeepCopy()
 		return
 	}
@@ -82,10 +83,6 @@ func (rep *Report) sizing(st *v1alpha1.ScratchVolumeStatus) {
 	size := sv.Spec.Size.Value()
 	if st.Usage == nil || rep.observed == nil {
 		out.Reason, out.Message = v1alpha1.ReasonSizingNotObserved, "no node agent has reported a pod of the targets yet: spec.size stays as it is"
-		if rep.observed == nil && last != nil {
-			// The observations could not be read: keep the proposal and its clock as they were.
-			*out = *last.DeepCopy()
-		}
 		return
 	}
 	target := sizeFor(rep.observed, sv.Spec.Size, st.Usage.PeakBytes, policy)

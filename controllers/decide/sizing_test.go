@@ -191,6 +191,15 @@ func TestSizingManualAndUnobserved(t *testing.T) {
 	if st.Sizing == nil || st.Sizing.Reason != v1alpha1.ReasonSizingNotObserved || rep.Resize() != nil {
 		t.Errorf("no pods observed: %+v", st.Sizing)
 	}
+	// The profiles could not be read: the proposal and its clock stay as they were.
+	sv.Status.Sizing = proposing("640Mi", 7*time.Hour)
+	rep = NewReport(sv, WriteWarRule{}, "v1")
+	rep.Clock(sizingNow, nil)
+	st = &v1alpha1.ScratchVolumeStatus{}
+	rep.sizing(st)
+	if st.Sizing == nil || !st.Sizing.Since.Equal(sv.Status.Sizing.Since) || st.Sizing.Reason != v1alpha1.ReasonSizingSustaining || rep.Resize() != nil {
+		t.Errorf("observations unreadable: %+v, want the last status kept", st.Sizing)
+	}
 }
 
 // The reconcile the new spec.size brings may read the status from before the resize: the resize
