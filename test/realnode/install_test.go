@@ -55,9 +55,46 @@ type product struct {
 // whose only node is a real kubelet, then drives it as a user would: a MariaDB StatefulSet and a
 // ScratchVolume, and what follows.
 func TestInstalledProduct(t *testing.T) {
+	ctx := signalContext(t)
+	p, e, servers := setUpProduct(ctx, t)
+	start := time.Now()
+	p.install(ctx, t, e)
+	p.waitInstalled(ctx, t)
+	t.Logf("installed and running %s after kubectl apply", time.Since(start).Round(time.Millisecond))
+
+	t.Run("node-agent-probes-its-node", p.testAgentProbe)
+	t.Run("node-agent-applies-and-reverts-read-ahead", p.testReadAhead)
+	m := p.startMariaDB(ctx, t)
+	steps := []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"scratchvolume-ready-and-full-volume-fails-queries", p.testScratchVolume},
+		{"memory-check-refuses-and-ignore-oom-kills", p.testMemoryCheck},
+		{"deletion-reverts", p.testRevert(m)},
+		{"manager-killed-mid-rollout", p.testManagerKilledMidRollout},
+		{"manager-upgrade-restarts-no-database", p.testUpgrade(e)},
+		{"mysql-9.7-and-mariadb-11.8", p.testServers(servers)},
+	}
+	ranAll := true
+	for _, step := range steps {
+		if !t.Run(step.name, step.run) {
+			ranAll = false
+			break
+		}
+	}
+	t.Run("containers-run-as-declared", p.testContainersAsDeclared)
+	t.Run("permissions-used-and-sufficient", p.testPermissions(ranAll))
+}
+
+// setUpProduct starts what an installed product runs on: a control plane that issues service
+// account tokens and audits their requests, a real node, and the product's and database images
+// imported into the node. It returns the product before its install, the environment and the
+// database images by their hack/images name.
+func setUpProduct(ctx context.Context, t *testing.T) (*product, env, map[string]string) {
+	t.Helper()
 	e := requireEnv(t)
 	requireDatabaseImageParts(t)
-	ctx := signalContext(t)
 	absent := realnode.AbsentHostPaths(productHostPaths...)
 
 	start := time.Now()
@@ -100,35 +137,7 @@ func TestInstalledProduct(t *testing.T) {
 			p.dumpInstalledPods(t)
 		}
 	})
-
-	start = time.Now()
-	p.install(ctx, t, e)
-	p.waitInstalled(ctx, t)
-	t.Logf("installed and running %s after kubectl apply", time.Since(start).Round(time.Millisecond))
-
-	t.Run("node-agent-probes-its-node", p.testAgentProbe)
-	t.Run("node-agent-applies-and-reverts-read-ahead", p.testReadAhead)
-	m := p.startMariaDB(ctx, t)
-	steps := []struct {
-		name string
-		run  func(*testing.T)
-	}{
-		{"scratchvolume-ready-and-full-volume-fails-queries", p.testScratchVolume},
-		{"memory-check-refuses-and-ignore-oom-kills", p.testMemoryCheck},
-		{"deletion-reverts", p.testRevert(m)},
-		{"manager-killed-mid-rollout", p.testManagerKilledMidRollout},
-		{"manager-upgrade-restarts-no-database", p.testUpgrade(e)},
-		{"mysql-9.7-and-mariadb-11.8", p.testServers(servers)},
-	}
-	ranAll := true
-	for _, step := range steps {
-		if !t.Run(step.name, step.run) {
-			ranAll = false
-			break
-		}
-	}
-	t.Run("containers-run-as-declared", p.testContainersAsDeclared)
-	t.Run("permissions-used-and-sufficient", p.testPermissions(ranAll))
+	return p, e, servers
 }
 
 // requireDatabaseImageParts skips (fails in strict mode) when the database images cannot be built:
