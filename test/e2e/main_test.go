@@ -50,8 +50,9 @@ type suite struct {
 	admin             client.Client
 	clientset         kubernetes.Interface
 	manager, agent    *identity
-	tmpfsDir          string
-	logs              *logScanner
+	// tmpfsDir, on /dev/shm, holds the agent's tmpfs probe target and its kubelet root.
+	tmpfsDir, kubeletRoot string
+	logs                  *logScanner
 	// notes are things about the generated configuration that a reader of the test output should
 	// know, such as a permission the suite had to add.
 	notes []string

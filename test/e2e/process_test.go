@@ -52,17 +52,20 @@ func (s *suite) startManager(ctx context.Context) error {
 }
 
 // startAgent starts `node-agent run` for one fake node, probing a directory on tmpfs and one on this
-// machine's disk with runs small enough to finish in about a second.
+// machine's disk with runs small enough to finish in about a second. Its kubelet root is on tmpfs
+// too: no kubelet mounts the fake node's volumes, so a test that wants a pod's RAM volume sampled
+// creates the volume's directory there (kubeletVolumeDir).
 func (s *suite) startAgent(ctx context.Context) error {
-	tmpfs, err := os.MkdirTemp("/dev/shm", "dbtune-e2e-")
+	shm, err := os.MkdirTemp("/dev/shm", "dbtune-e2e-")
 	if err != nil {
 		// Without /dev/shm the probe still runs; the tmpfs target is just not on tmpfs.
-		tmpfs = filepath.Join(s.dir, "tmpfs")
+		shm = filepath.Join(s.dir, "shm")
 	} else {
-		s.tmpfsDir = tmpfs
+		s.tmpfsDir = shm
 	}
-	disk := filepath.Join(s.dir, "disk")
-	for _, d := range []string{tmpfs, disk} {
+	tmpfs, disk := filepath.Join(shm, "probe"), filepath.Join(s.dir, "disk")
+	s.kubeletRoot = filepath.Join(shm, "kubelet")
+	for _, d := range []string{tmpfs, disk, s.kubeletRoot} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
@@ -73,6 +76,7 @@ func (s *suite) startAgent(ctx context.Context) error {
 		// Read-ahead needs a block device to tune; the loop-device tests of node-agent/readahead
 		// cover it.
 		"--read-ahead=false", "--read-ahead-state-dir=" + filepath.Join(s.dir, "read-ahead"),
+		"--kubelet-root=" + s.kubeletRoot,
 		"--seq-write-bytes=8Mi", "--seq-write-block-bytes=1Mi",
 		"--direct-write-bytes=4Mi", "--direct-write-block-bytes=1Mi",
 		"--churn=5000:200", "--churn=1M:4", "--fsync-samples=100", "--probe-timeout=30s",

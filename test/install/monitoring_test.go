@@ -109,3 +109,20 @@ func exportedMetricNames(t *testing.T) map[string]bool {
 	}
 	return out
 }
+
+// TestNodeAgentScrapeKeepsDatabasePodLabels checks that the node agent's ServiceMonitor honours
+// the labels of the series it scrapes: the RAM volumes' series name the database pod in their own
+// namespace and pod labels, which the alerts' annotations print. Without honorLabels Prometheus
+// would move them to exported_namespace and exported_pod and name the agent's pod instead.
+func TestNodeAgentScrapeKeepsDatabasePodLabels(t *testing.T) {
+	monitor := find(t, kustomize(t, "overlays/prometheus"), "ServiceMonitor", agentName)
+	endpoints, _, err := unstructured.NestedSlice(monitor.Object, "spec", "endpoints")
+	if err != nil || len(endpoints) == 0 {
+		t.Fatalf("ServiceMonitor %s has no endpoints (%v)", agentName, err)
+	}
+	for i, e := range endpoints {
+		if honor, _, _ := unstructured.NestedBool(e.(map[string]any), "honorLabels"); !honor {
+			t.Errorf("endpoint %d of ServiceMonitor %s does not set honorLabels: true", i, agentName)
+		}
+	}
+}
