@@ -104,12 +104,14 @@ test: ## Run every test: unit, envtest against a real API server, the root-only 
 	else echo "make test: not root or no mmdebstrap: the MariaDB 11.8 and MySQL 9.7 lanes skip (make images-databases)"; fi
 	KUBEBUILDER_ASSETS="$$($(K8S_BINARIES) --print-dir)" go test $(GOTEST_FLAGS) ./...
 	cd test/helm && go test $(GOTEST_FLAGS) ./...
+	cd hack/images && go test $(GOTEST_FLAGS) ./...
 	go test $(GOTEST_FLAGS) -tags realnode ./test/realnode/...
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no API server, no root).
 	go test $(GOTEST_FLAGS) -short ./...
 	cd test/helm && go test $(GOTEST_FLAGS) -short ./...
+	cd hack/images && go test $(GOTEST_FLAGS) -short ./...
 
 .PHONY: test-realnode
 test-realnode: ## Run the real-node tests: containerd and a kubelet beside the local control plane (as root).
@@ -198,6 +200,16 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 images: ## Build OCI image tarballs of the manager and node agent into bin/images, with Go alone (no Docker).
 	go -C hack/images run . -repo ../.. -out ../../bin/images -version $(VERSION) -registry $(IMAGE_REGISTRY) \
 		-platforms $(PLATFORMS) -revision "$(REVISION)"
+
+# Pushes with go-containerregistry, every platform at once, with the credentials of `docker login`
+# ($DOCKER_CONFIG, credential helpers included); no Docker engine is needed. The registry must be
+# named: the default, dbtune, is Docker Hub's namespace of the project, not yours.
+.PHONY: images-push
+images-push: ## Build the images and push them as $(IMAGE_REGISTRY)/scratch-operator[-node-agent]:$(VERSION): make images-push IMAGE_REGISTRY=registry.example.com/team VERSION=v0.1.0
+	@if [ "$(origin IMAGE_REGISTRY)" = file ]; then \
+		echo "make images-push: name the registry to push to, e.g. make images-push IMAGE_REGISTRY=registry.example.com/team"; exit 2; fi
+	$(MAKE) images
+	go -C hack/images run . -push -out ../../bin/images -version $(VERSION) -registry $(IMAGE_REGISTRY)
 
 # The database test images: MariaDB from this machine's Debian release (the real node's database,
 # test/realnode), and MariaDB and MySQL from Debian's development suite (sid: MariaDB 11.8, MySQL

@@ -8,6 +8,10 @@
 //	oci/<image>/                  an OCI image layout holding the multi-platform index, for pushing
 //	                              every platform at once (skopeo copy --all, crane push --index)
 //
+// With -push it builds nothing: it pushes each oci/<image>/ index, every platform at once, as
+// <registry>/<repository>:<version> with the credentials of the Docker configuration
+// (docker login), and reads the tag back to check the registry serves the pushed digest.
+//
 // With -pause BUSYBOX it builds only <out>/pause.tar instead: a static busybox that sleeps forever,
 // the sandbox and test image of a local test node (test/realnode).
 //
@@ -73,6 +77,8 @@ type options struct {
 	// cache keeps the database images' root file systems and the development suite's package
 	// index across checkouts.
 	cache string
+	// push pushes the OCI layouts under <out>/oci to registry instead of building.
+	push bool
 }
 
 func main() {
@@ -104,6 +110,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&dbs, "database", "", "build only these database test images (comma-separated: mariadb, mariadb-sid, mysql-sid) from\nDebian's archive with mmdebstrap, as <out>/NAME.tar; root file systems are cached under <out>/rootfs")
 	fs.BoolVar(&o.unpack, "unpack", false, "with -database, also unpack each image's file system into <out>/root/NAME")
 	fs.StringVar(&o.cache, "cache", defaultCache(), "with -database, the directory that keeps root file systems (rootfs/) and the sid package index (apt/)\nacross checkouts ($DBTUNE_IMAGES_CACHE, else the user's cache directory)")
+	fs.BoolVar(&o.push, "push", false, "build nothing: push the multi-platform images of <out>/oci as <registry>/<repository>:<version>,\nwith the Docker configuration's credentials (docker login)")
 	fs.StringVar(&platforms, "platforms", "linux/amd64,linux/arm64", "comma-separated os/arch list to build")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -146,6 +153,9 @@ func sourceDateEpoch(s string) (time.Time, error) {
 }
 
 func run(ctx context.Context, o *options) error {
+	if o.push {
+		return pushAll(ctx, o)
+	}
 	if o.pause != "" {
 		return buildPause(o, o.pause)
 	}
