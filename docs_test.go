@@ -159,3 +159,157 @@ func crdPaths(t *testing.T) map[string]bool {
 	}
 	return paths
 }
+
+// refusedValues are Helm values the docs name on purpose as ones the chart's schema refuses.
+var refusedValues = map[string]bool{"replicaCount": true}
+
+// TestDocsMakeTargetsAndHelmValuesExist keeps the commands the README and docs/ give equal to the
+// Makefile and the chart: every `make TARGET` in a code span or a code block names a target of the
+// Makefile, and every Helm value they name (`--set key=…`, or a code span that starts with one of
+// the chart's top-level keys) is a key of the chart's values.yaml.
+func TestDocsMakeTargetsAndHelmValuesExist(t *testing.T) {
+	targets := makeTargets(t)
+	values := helmValuePaths(t)
+	topLevel := map[string]bool{}
+	for p := range values {
+		top, _, _ := strings.Cut(p, ".")
+		topLevel[top] = true
+	}
+	docs, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	setRE := regexp.MustCompile(`--set ([a-zA-Z][a-zA-Z0-9.]*)=`)
+	spanRE := regexp.MustCompile("`([^`]+)`")
+	keyRE := regexp.MustCompile(`^([a-z][a-zA-Z]*)(\.[a-zA-Z][a-zA-Z0-9]*)+$`)
+	seenTargets, seenValues := 0, 0
+	for _, doc := range append(docs, "README.md") {
+		for _, cmd := range commandLines(t, doc) {
+			for _, target := range makeInvocation(cmd.text) {
+				seenTargets++
+				if !targets[target] {
+					t.Errorf("%s:%d runs make %s, which the Makefile has no target for", doc, cmd.line, target)
+				}
+			}
+		}
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(raw), "\n") {
+			var keys []string
+			for _, m := range setRE.FindAllStringSubmatch(line, -1) {
+				keys = append(keys, m[1])
+			}
+			for _, m := range spanRE.FindAllStringSubmatch(line, -1) {
+				if k := m[1]; keyRE.MatchString(k) && topLevel[strings.SplitN(k, ".", 2)[0]] {
+					keys = append(keys, k)
+				}
+			}
+			for _, k := range keys {
+				seenValues++
+				if !values[k] && !refusedValues[k] {
+					t.Errorf("%s:%d names the Helm value %s, which the chart's values.yaml does not have", doc, i+1, k)
+				}
+			}
+		}
+	}
+	if seenTargets < 10 || seenValues < 10 {
+		t.Fatalf("found %d make targets and %d Helm values in the docs: the patterns no longer match them", seenTargets, seenValues)
+	}
+}
+
+// commandLine is a line of a doc that holds a command: a line of a code block, or a code span.
+type commandLine struct {
+	line int
+	text string
+}
+
+// commandLines returns the lines of doc's code blocks and the code spans of its other lines.
+func commandLines(t *testing.T, doc string) []commandLine {
+	t.Helper()
+	raw, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []commandLine
+	inBlock := false
+	for i, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inBlock = !inBlock
+			continue
+		}
+		if inBlock {
+			out = append(out, commandLine{i + 1, strings.TrimSpace(line)})
+			continue
+		}
+		for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(line, -1) {
+			out = append(out, commandLine{i + 1, m[1]})
+		}
+	}
+	return out
+}
+
+// makeInvocation returns the targets a command line gives make: the words after "make" up to the
+// first variable assignment, option or comment.
+func makeInvocation(cmd string) []string {
+	rest, ok := strings.CutPrefix(cmd, "make ")
+	if !ok {
+		return nil
+	}
+	var targets []string
+	for _, w := range strings.Fields(rest) {
+		if strings.ContainsAny(w, "=#-") && !regexp.MustCompile(`^[a-z][a-z0-9-]*$`).MatchString(w) || strings.HasPrefix(w, "-") {
+			break
+		}
+		targets = append(targets, w)
+	}
+	return targets
+}
+
+// makeTargets are the targets the Makefile defines.
+func makeTargets(t *testing.T) map[string]bool {
+	t.Helper()
+	raw, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^([a-z][a-z0-9-]*):`).FindAllStringSubmatch(string(raw), -1) {
+		out[m[1]] = true
+	}
+	if !out["test"] || !out["demo"] || !out["images"] {
+		t.Fatalf("found no test, demo or images target in the Makefile: %v", out)
+	}
+	return out
+}
+
+// helmValuePaths are every key path of the chart's values.yaml: "manager.image.repository" and the
+// maps above it.
+func helmValuePaths(t *testing.T) map[string]bool {
+	t.Helper()
+	raw, err := os.ReadFile("config/helm/dbtune-scratch-operator/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			p := strings.TrimPrefix(prefix+"."+k, ".")
+			out[p] = true
+			if sub, ok := v.(map[string]any); ok {
+				walk(p, sub)
+			}
+		}
+	}
+	walk("", values)
+	if !out["manager.image.repository"] || !out["nodeAgent.image.repository"] {
+		t.Fatalf("values.yaml has no manager.image.repository or nodeAgent.image.repository: %d keys", len(out))
+	}
+	return out
+}

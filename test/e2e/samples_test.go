@@ -54,6 +54,7 @@ func TestImageSamplesAreInjected(t *testing.T) {
 			name := readManifest[v1alpha1.ScratchVolume](t, filepath.Join(dir, "scratchvolume.yaml")).Name
 			sv := s.waitCondition(t, ns, name, v1alpha1.ConditionReady, metav1.ConditionTrue)
 			sts := s.waitRolledOut(t, ns, sample.statefulSet, runsScratchVolume(sv))
+			s.kubectl(t, "get", "scratchvolume", "-n", ns)
 			if len(sv.Status.Targets) != 1 || sv.Status.Targets[0].Name != sample.statefulSet || sv.Status.Targets[0].Injection != sample.injection {
 				t.Fatalf("ScratchVolume %s reports targets %+v, want %s injected with %s", sv.Name, sv.Status.Targets, sample.statefulSet, sample.injection)
 			}

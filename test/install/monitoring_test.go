@@ -110,7 +110,7 @@ func exportedMetricNames(t *testing.T) map[string]bool {
 	return out
 }
 
-// TestNodeAgentScrapeKeepsDatabasePodLabels checks that the node agent's ServiceMonitor honours
+// TestNodeAgentScrapeKeepsDatabasePodLabels checks that the node agent's ServiceMonitor honors
 // the labels of the series it scrapes: the RAM volumes' series name the database pod in their own
 // namespace and pod labels, which the alerts' annotations print. Without honorLabels Prometheus
 // would move them to exported_namespace and exported_pod and name the agent's pod instead.
