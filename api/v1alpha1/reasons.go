@@ -91,6 +91,10 @@ const (
 	// ReasonNoSessionTempTablespaces: spec.mysql.sessionTempTablespaces asks for Memory on a server
 	// that has none (MariaDB, MySQL before 8.0.13).
 	ReasonNoSessionTempTablespaces = "NoSessionTempTablespaces"
+	// ReasonNoSessionTempSpaceLimit: spec.mysql.sessionTempSpacePercent asks for a per-session
+	// share of a limit the server does not have (MySQL, MariaDB before 11.5.1) or that
+	// spec.mysql.tempSpaceLimit None turns off.
+	ReasonNoSessionTempSpaceLimit = "NoSessionTempSpaceLimit"
 )
 
 // Reasons of a ScratchVolume's Capacity condition, from the node agents' observations of the

@@ -2,6 +2,7 @@ package inject_test
 
 import (
 	"flag"
+	"k8s.io/utils/ptr"
 	"os"
 	"path/filepath"
 	"slices"
@@ -133,6 +134,17 @@ func tempTableCases() []injectionCase {
 		name: "mariadb-11.4-configfile-session-temp-tablespaces-memory",
 		sts:  statefulSet("mariadb:11.4", dataClaim, "/var/lib/mysql"),
 		sv:   scratchVolume(mysqlSpec(func(m *v1alpha1.MySQLSpec) { m.SessionTempTablespaces = v1alpha1.TempTablespacesMemory })),
+	}, {
+		// A per-session share of a limit the server does not have: a note, and the rest goes ahead.
+		name: "mysql-8.4-configfile-session-temp-space-percent",
+		sts:  statefulSet("mysql:8.4", dataClaim, "/var/lib/mysql"),
+		sv:   scratchVolume(mysqlSpec(func(m *v1alpha1.MySQLSpec) { m.SessionTempSpacePercent = ptr.To[int32](25) })),
+	}, {
+		name: "mariadb-11.8-configfile-session-temp-space-percent-limit-none",
+		sts:  statefulSet("mariadb:11.8", dataClaim, "/var/lib/mysql"),
+		sv: scratchVolume(mysqlSpec(func(m *v1alpha1.MySQLSpec) {
+			m.SessionTempSpacePercent, m.TempSpaceLimit = ptr.To[int32](25), v1alpha1.TempSpaceLimitNone
+		})),
 	}, {
 		name: "mysql-8.4-args-temptable-max-ram",
 		sts:  withSTS(statefulSet("mysql:8.4", dataClaim, "/var/lib/mysql"), dbArgs("--innodb-buffer-pool-size=2G", "--temptable-max-ram=1G")),

@@ -233,8 +233,10 @@ func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c 
 	}
 	p.Locations = mysql.Locations(profile, layout, p.Injection == v1alpha1.InjectionConfigFile)
 	p.TempSpace = tempSpace(layout, profile)
-	if n := sessionTempNote(sv, profile, c.Name); n != nil {
-		p.Notes = append(p.Notes, *n)
+	for _, n := range []*Note{sessionTempNote(sv, profile, c.Name), sessionShareNote(sv, profile, c.Name)} {
+		if n != nil {
+			p.Notes = append(p.Notes, *n)
+		}
 	}
 	return nil
 }
@@ -272,6 +274,24 @@ func sessionTempNote(sv *v1alpha1.ScratchVolume, profile mysql.Profile, containe
 	return &Note{Reason: v1alpha1.ReasonNoSessionTempTablespaces, Message: fmt.Sprintf(
 		"container %s runs %s %s, which has no session temporary tablespaces (MySQL 8.0.13 and later have them); its on-disk internal temporary tables go to %s",
 		container, profile.Flavor, profile.Version, profile.InternalTmpTables)}
+}
+
+// sessionShareNote explains a spec.mysql.sessionTempSpacePercent that has no limit to share.
+func sessionShareNote(sv *v1alpha1.ScratchVolume, profile mysql.Profile, container string) *Note {
+	m := sv.Spec.MySQL
+	if m == nil || m.SessionTempSpacePercent == nil {
+		return nil
+	}
+	switch {
+	case !profile.TempSpaceLimit:
+		return &Note{Reason: v1alpha1.ReasonNoSessionTempSpaceLimit, Message: fmt.Sprintf(
+			"spec.mysql.sessionTempSpacePercent has no effect on container %s: %s %s has no limit of its own on temporary space (MariaDB 11.5.1 and later have max_tmp_session_space_usage)",
+			container, profile.Flavor, profile.Version)}
+	case m.TempSpaceLimit == v1alpha1.TempSpaceLimitNone:
+		return &Note{Reason: v1alpha1.ReasonNoSessionTempSpaceLimit, Message: fmt.Sprintf(
+			"spec.mysql.sessionTempSpacePercent has no effect on container %s: spec.mysql.tempSpaceLimit is None, so the server has no limit to share", container)}
+	}
+	return nil
 }
 
 // checkPersistentDirs requires every must-survive directory to be on the volume that holds them (the
