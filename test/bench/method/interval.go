@@ -163,7 +163,7 @@ func (c Comparison) String() string {
 	// An interval that excludes 1 by less than the last decimal shown gets one more, so that the
 	// cell never reads "1.00" beside a verdict of a difference.
 	prec := 2
-	if strconv.FormatFloat(iv.Low, 'f', 2, 64) == "1.00" || strconv.FormatFloat(iv.High, 'f', 2, 64) == "1.00" {
+	if c.Verdict != NoDifference && (strconv.FormatFloat(iv.Low, 'f', 2, 64) == "1.00" || strconv.FormatFloat(iv.High, 'f', 2, 64) == "1.00") {
 		prec = 3
 	}
 	return fmt.Sprintf("%.*fx (%.*f–%.*f)", prec, iv.Ratio, prec, iv.Low, prec, iv.High)

@@ -36,18 +36,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/dbtune/scratch-operator/test/bench/method"
 	"github.com/dbtune/scratch-operator/test/cloudvolume"
 	"github.com/dbtune/scratch-operator/test/mariadb"
 	"github.com/dbtune/scratch-operator/test/testenv"
@@ -98,7 +98,7 @@ func main() {
 	flag.Func("scratch-size", "size of the injected RAM volume; the controller requires limit ≥ size + buffer pool + 256Mi (default 1Gi)", quantityFlag(&cfg.scratchSize))
 	flag.StringVar(&cfg.server, "server", "machine", "the database server: this machine's MariaDB packages (machine), or a database test image unpacked by make images-databases (mariadb-sid: MariaDB 11.8, mysql-sid: MySQL 9.7)")
 	flag.StringVar(&cfg.sessionTablespaces, "session-tablespaces", "", "the injected variant's spec.mysql.sessionTempTablespaces on MySQL: Memory, Disk, or empty for the controller's default (Memory)")
-	flag.Int64Var(&cfg.seed, "seed", time.Now().UnixNano(), "seed of the variants' order in each round (recorded in the results)")
+	flag.Int64Var(&cfg.seed, "seed", method.NewSeed(), "seed of the variants' order in each round and of the intervals (recorded in the results)")
 	flag.StringVar(&cfg.replot, "replot", "", "draw the chart of an existing results file instead of measuring, to a PNG of its name (in -out, default beside it)")
 	flag.Parse()
 	var err error
@@ -167,12 +167,13 @@ func run(cfg config) error {
 	}
 	res := newResults(h, cfg, variants)
 	res.Settings.Seed = cfg.seed
-	rng := rand.New(rand.NewPCG(uint64(cfg.seed), 0))
+	order := method.NewOrder(cfg.seed)
 	if cfg.server != "machine" {
 		res.Machine.Image = cfg.server
 	}
+	versions := toolVersions(ctx, res.Machine.server())
 	for _, w := range workloads(cfg) {
-		if err := runAlternating(ctx, cfg, rng, variants, res, w); err != nil {
+		if err := runAlternating(ctx, cfg, order, versions, variants, res, w); err != nil {
 			return err
 		}
 	}
@@ -225,16 +226,17 @@ func workloads(cfg config) []workload {
 
 // runAlternating runs w cfg.runs times on every variant it applies to, the variants taking turns so
 // that a slow spell of the machine does not fall on one of them only, in an order drawn anew for
-// each round from rng, so that going first or second does not either.
-func runAlternating(ctx context.Context, cfg config, rng *rand.Rand, variants []*variant, res *results, w workload) error {
+// each round, so that going first or second does not either. Each run records the conditions it
+// started under.
+func runAlternating(ctx context.Context, cfg config, order *method.Order, versions map[string]string, variants []*variant, res *results, w workload) error {
 	for i := range cfg.runs {
-		order := slices.Clone(variants)
-		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
-		for position, v := range order {
+		for position, v := range method.Shuffled(order, variants) {
 			if w.only != "" && v.name != w.only {
 				continue
 			}
+			conditions := method.Record(versions)
 			r, err := w.run(v, ctx, cfg)
+			r.Conditions = &conditions
 			if err != nil {
 				return fmt.Errorf("%s %s run %d: %w", v.name, w.name, i+1, err)
 			}
@@ -244,6 +246,21 @@ func runAlternating(ctx context.Context, cfg config, rng *rand.Rand, variants []
 		}
 	}
 	return nil
+}
+
+// toolVersions are the versions of the server and the client tools the runs record with their
+// conditions: what each tool says of itself.
+func toolVersions(ctx context.Context, server string) map[string]string {
+	v := map[string]string{"server": server, "go": runtime.Version()}
+	for _, tool := range []string{"sysbench", "mysqlslap"} {
+		out, err := exec.CommandContext(ctx, tool, "--version").Output()
+		if err != nil {
+			v[tool] = "unknown: " + err.Error()
+			continue
+		}
+		v[tool] = strings.TrimSpace(string(out))
+	}
+	return v
 }
 
 // quantityFlag parses a flag's value as a Kubernetes quantity (4Gi, 2560Mi).

@@ -25,6 +25,9 @@ type results struct {
 	Variants  map[string]*variant    `json:"variants"`
 	Runs      map[string][]runResult `json:"runs"`
 	Medians   map[string]summary     `json:"medians"`
+	// Comparisons are tmpfs's figures against each other variant's: intervals and verdicts.
+	// Files from before they were recorded have none; they are drawn again from the runs.
+	Comparisons []comparisonRecord `json:"comparisons,omitempty"`
 
 	order []string
 }
@@ -142,6 +145,7 @@ func newResults(h *mariadb.Host, cfg config, variants []*variant) *results {
 func (r *results) add(variant string, run runResult) { r.Runs[variant] = append(r.Runs[variant], run) }
 
 func (r *results) summarize() {
+	defer func() { r.Comparisons = r.comparisons() }()
 	for name, runs := range r.Runs {
 		// A failed run has no figures: the median is of those that completed.
 		pick := func(workload string, f func(runResult) float64) float64 {
@@ -286,11 +290,7 @@ func (r *results) markdown(pngPath, jsonPath string) string {
 	}
 	fmt.Fprintf(&b, "injected with a %s ScratchVolume%s (tmpdir `%s` on %s), and as written (tmpdir `%s` in the container's writable layer, on %s, %s). ",
 		r.Settings.ScratchVolumeSize, sessions, vt.TmpDir, vt.FS, vd.TmpDir, vd.FS, r.diskVariantPlace())
-	order := "in a fixed order, tmpfs first"
-	if r.Settings.Seed != 0 {
-		order = fmt.Sprintf("in an order drawn anew for each round (seed %d)", r.Settings.Seed)
-	}
-	fmt.Fprintf(&b, "Runs alternate between the variants, %s; each figure is the median of %d runs.\n\n", order, r.Settings.RunsPerMeasurement)
+	fmt.Fprintf(&b, "Runs alternate between the variants, %s.\n\n", r.orderText())
 	table := "an on-disk Aria temporary table in tmpdir"
 	if r.Machine.flavor() == "MySQL" {
 		table = "a TempTable table, in memory up to temptable_max_ram, then in the session temporary tablespace on the RAM volume"
@@ -307,7 +307,7 @@ func (r *results) markdown(pngPath, jsonPath string) string {
 	}
 	fmt.Fprintf(&b, "- **mixed**: sysbench oltp_write_only (%d threads, %s, %.0f s; every transaction ends with a commit that fsyncs the redo log, and its latency is the transaction's) while %d clients run the same queries back to back.\n\n",
 		r.Settings.SysbenchThreads, strings.Join(r.Settings.SysbenchTables, " "), r.Settings.MixedSeconds, r.Settings.MixedTempClients)
-	r.writeTable(&b)
+	b.WriteString(r.block())
 	if vt.DataVolume != "" {
 		fmt.Fprintf(&b, "\nThe data directory is on a cloud-shaped volume, %s, one per pod. Data volume writes are what its block device received during the run, the pod's own writes only; the disk variant's temporary files go to the node's disk instead, whose writes (`nodeDiskWriteMiB` in the JSON) include the cloud volumes' backing files and the rest of the machine and compare with nothing. ", vt.DataVolume)
 	} else {
@@ -325,6 +325,14 @@ func (r *results) markdown(pngPath, jsonPath string) string {
 	return b.String()
 }
 
+// orderText says in which order the variants of a round ran.
+func (r *results) orderText() string {
+	if r.Settings.Seed != 0 {
+		return fmt.Sprintf("in an order drawn anew for each round (seed %d)", r.Settings.Seed)
+	}
+	return "in a fixed order, tmpfs first"
+}
+
 // diskVariantPlace says where the as-written variant's tmpdir is relative to the data volume.
 func (r *results) diskVariantPlace() string {
 	switch {
@@ -337,99 +345,6 @@ func (r *results) diskVariantPlace() string {
 	return "the filesystem of the data volume"
 }
 
-// tableRow is a row of the Markdown table: a figure of every variant that ran workload, or of
-// every variant when workload is empty.
-type tableRow struct {
-	name, unit, workload string
-	higherIsBetter       bool
-	value                func(summary, *variant) float64
-}
-
-// tableRows are the rows of the Markdown table.
-var tableRows = []tableRow{
-	{"temp: time for all queries", "s", "temp", false, func(s summary, _ *variant) float64 { return s.TempSeconds }},
-	{"temp: queries/s", "", "temp", true, func(s summary, _ *variant) float64 { return s.TempQueriesPerSecond }},
-	{"temp: data volume writes", "MiB", "temp", false, func(s summary, _ *variant) float64 { return s.TempDeviceWriteMiB }},
-	{bigSortRow, "s", "bigsort", false, func(s summary, _ *variant) float64 { return s.BigSortSeconds }},
-	{"bigsort: data volume writes", "MiB", "bigsort", false, func(s summary, _ *variant) float64 { return s.BigSortDeviceMiB }},
-	{"bigsort: memory cgroup peak", "MiB", "bigsort", false, func(s summary, _ *variant) float64 { return s.BigSortMemoryMiB }},
-	{"alter: time of the ADD INDEX", "s", "alter", false, func(s summary, _ *variant) float64 { return s.AlterSeconds }},
-	{"alter: data volume writes", "MiB", "alter", false, func(s summary, _ *variant) float64 { return s.AlterDeviceMiB }},
-	{"alter: memory cgroup peak", "MiB", "alter", false, func(s summary, _ *variant) float64 { return s.AlterMemoryMiB }},
-	{"alter-ram: ADD INDEX, innodb_tmpdir in RAM", "s", alterRAM, false, func(s summary, _ *variant) float64 { return s.AlterRAMSeconds }},
-	{"alter-ram: data volume writes", "MiB", alterRAM, false, func(s summary, _ *variant) float64 { return s.AlterRAMDeviceMiB }},
-	{"alter-ram: memory cgroup peak", "MiB", alterRAM, false, func(s summary, _ *variant) float64 { return s.AlterRAMMemoryMiB }},
-	{"mixed: sysbench transactions/s", "", "mixed", true, func(s summary, _ *variant) float64 { return s.MixedTPS }},
-	{"mixed: sysbench p95 latency", "ms", "mixed", false, func(s summary, _ *variant) float64 { return s.MixedP95Millis }},
-	{"mixed: sysbench p99 latency", "ms", "mixed", false, func(s summary, _ *variant) float64 { return s.MixedP99Millis }},
-	{"mixed: temporary-table queries/s", "", "mixed", true, func(s summary, _ *variant) float64 { return s.MixedQueriesPerSec }},
-	{"mixed: data volume writes", "MiB", "mixed", false, func(s summary, _ *variant) float64 { return s.MixedDeviceWriteMiB }},
-	{memoryRow, "MiB", "", false, func(_ summary, v *variant) float64 { return v.MemoryPeakMiB }},
-}
-
-// memoryRow is left out for results measured before the harness had memory cgroups, and the rows
-// of a workload for results without it.
-const (
-	memoryRow  = "container memory cgroup peak"
-	bigSortRow = "bigsort: time of the large sort"
-)
-
-// writeTable writes one column per variant, then one comparison of tmpfs with each other variant.
-func (r *results) writeTable(b *strings.Builder) {
-	others := slices.DeleteFunc(slices.Clone(r.order), func(name string) bool { return name == "tmpfs" })
-	b.WriteString("| |")
-	for _, name := range r.order {
-		fmt.Fprintf(b, " %s |", name)
-	}
-	for _, name := range others {
-		fmt.Fprintf(b, " tmpfs vs %s |", name)
-	}
-	b.WriteString("\n|---|" + strings.Repeat("---:|", len(r.order)+len(others)) + "\n")
-	for _, row := range tableRows {
-		if row.name == memoryRow && r.Variants["tmpfs"].MemoryLimitMiB == 0 || row.workload != "" && !r.hasRuns(row.workload) {
-			continue
-		}
-		value := func(name string) float64 { return row.value(r.Medians[name], r.Variants[name]) }
-		fmt.Fprintf(b, "| %s |", row.name)
-		for _, name := range r.order {
-			fmt.Fprintf(b, " %s |", r.cell(name, row))
-		}
-		for _, name := range others {
-			cmp := ratio(value("tmpfs"), value(name), row.higherIsBetter)
-			if strings.HasSuffix(row.name, "volume writes") && max(value("tmpfs"), value(name)) < noiseMiB {
-				cmp = "both negligible"
-			}
-			fmt.Fprintf(b, " %s |", cmp)
-		}
-		b.WriteString("\n")
-	}
-}
-
-// cell is a variant's figure in a row: a dash when the variant did not run the workload, "failed"
-// when every run of it filled its filesystem.
-func (r *results) cell(name string, row tableRow) string {
-	if row.workload != "" {
-		ran, failed := 0, 0
-		for _, run := range r.Runs[name] {
-			if run.Workload == row.workload {
-				ran++
-				if run.Failed != "" {
-					failed++
-				}
-			}
-		}
-		switch {
-		case ran == 0:
-			return "–"
-		case failed == ran:
-			return "failed (full)"
-		case failed > 0:
-			return fmt.Sprintf("%.2f %s (%d of %d failed)", row.value(r.Medians[name], r.Variants[name]), row.unit, failed, ran)
-		}
-	}
-	return fmt.Sprintf("%.2f %s", row.value(r.Medians[name], r.Variants[name]), row.unit)
-}
-
 // oomKills lists the OOM kills of each variant's container.
 func (r *results) oomKills() string {
 	parts := make([]string, 0, len(r.order))
@@ -437,26 +352,4 @@ func (r *results) oomKills() string {
 		parts = append(parts, fmt.Sprintf("%s %d", name, r.Variants[name].OOMKills))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// noiseMiB is the device write volume below which a comparison says nothing: the device is shared
-// with the rest of the machine.
-const noiseMiB = 10
-
-// ratio says how tmpfs compares with disk: "1.8x faster" style for rates, times and latencies.
-func ratio(tmpfs, disk float64, higherIsBetter bool) string {
-	if tmpfs <= 0 || disk <= 0 {
-		return "n/a"
-	}
-	f := disk / tmpfs
-	if higherIsBetter {
-		f = tmpfs / disk
-	}
-	switch {
-	case f >= 1.05:
-		return fmt.Sprintf("%.2fx better", f)
-	case f <= 1/1.05:
-		return fmt.Sprintf("%.2fx worse", 1/f)
-	}
-	return fmt.Sprintf("same (%.2fx)", f)
 }

@@ -34,9 +34,10 @@ func TestAlterRows(t *testing.T) {
 	var b strings.Builder
 	r.writeTable(&b)
 	for _, want := range []string{
-		"| alter: time of the ADD INDEX | 32.00 s | 16.00 s | 2.00x worse |",
+		"| alter: time of the ADD INDEX | 32.00 s | 16.00 s | 2.00x (",
+		") | tmpfs worse |",
 		// The failed run is left out of the median of the other two, and said.
-		"| alter-ram: ADD INDEX, innodb_tmpdir in RAM | 11.50 s (1 of 3 failed) | – | n/a |",
+		"| alter-ram: ADD INDEX, innodb_tmpdir in RAM | 11.50 s (1 of 3 failed) | – | – | – |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
@@ -61,6 +62,59 @@ func TestAllRunsFailed(t *testing.T) {
 	}
 	if b := spread(r.Runs["tmpfs"], measure{workload: alterRAM, value: func(x runResult) float64 { return x.Seconds }}); b.Label != "failed: full" {
 		t.Errorf("bar of failed runs = %+v, want no bar, marked as failed", b)
+	}
+}
+
+// The verdict follows the interval, not the size of the ratio: no fixed threshold decides it.
+func TestVerdictFollowsTheInterval(t *testing.T) {
+	r := sample()
+	r.Runs = map[string][]runResult{}
+	// Transactions per second 6 % apart in runs that spread by ±25 %, and p95 latencies 2 % apart
+	// in runs that agree to a tenth of a percent.
+	for i, tps := range [][2]float64{{1027, 1029}, {788, 923}, {1341, 1418}, {1100, 960}, {950, 1200}} {
+		p95 := 30 + 0.01*float64(i)
+		r.Runs["tmpfs"] = append(r.Runs["tmpfs"], runResult{Workload: "mixed", TPS: tps[0], P95Millis: p95 * 1.02, P99Millis: 60, DeviceWriteMiB: float64(i)})
+		r.Runs["disk"] = append(r.Runs["disk"], runResult{Workload: "mixed", TPS: tps[1], P95Millis: p95, P99Millis: 60, DeviceWriteMiB: 100})
+	}
+	r.summarize()
+	var b strings.Builder
+	r.writeTable(&b)
+	for _, want := range []string{
+		"| mixed: sysbench transactions/s | 1027.00 | 1029.00 | 1.00x (",
+		") | no difference |\n| mixed: sysbench p95 latency |",
+		") | tmpfs worse |\n| mixed: sysbench p99 latency |",
+		"| mixed: sysbench p99 latency | 60.00 ms | 60.00 ms | 1.00x (1.00–1.00) | no difference |",
+		// A run that wrote nothing has no ratio: said, not hidden behind a threshold.
+		"| mixed: data volume writes | 2.00 MiB | 100.00 MiB | – | no ratio: a run is 0 |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	if len(r.Comparisons) != 5 {
+		t.Errorf("%d comparisons recorded for the JSON, want one per row", len(r.Comparisons))
+	}
+}
+
+// Every run is published, in the order run, with its place in its round.
+func TestEveryRunIsListed(t *testing.T) {
+	r := sample()
+	r.Settings.Seed = 5
+	for i := range r.Runs["disk"] {
+		r.Runs["disk"][i].Round, r.Runs["disk"][i].Position = i/2+1, 1
+		r.Runs["tmpfs"][i].Round, r.Runs["tmpfs"][i].Position = i/2+1, 2
+	}
+	var b strings.Builder
+	r.writeRuns(&b)
+	for _, want := range []string{
+		"<summary>Every run of temp (6)</summary>",
+		"| 1 | disk | 1st | 18.00 s | 0.00 | 0.00 MiB | not recorded |\n| 1 | tmpfs | 2nd | 9.00 s |",
+		"| 3 | tmpfs | 2nd | 10.00 s |",
+		"| 2 | disk | 1st | 2000.00 | 31.00 ms | 61.00 ms |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("runs lack %q:\n%s", want, b.String())
+		}
 	}
 }
 

@@ -24,6 +24,7 @@ func sample() *results {
 		},
 		Runs:    map[string][]runResult{},
 		Medians: map[string]summary{},
+		order:   []string{"tmpfs", "disk"},
 	}
 	for i, s := range []float64{9, 11, 10} {
 		for name, f := range map[string]float64{"tmpfs": 1, "disk": 2} {

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/test/bench/method"
 	"github.com/dbtune/scratch-operator/test/cloudvolume"
 	"github.com/dbtune/scratch-operator/test/mariadb"
 )
@@ -430,6 +431,9 @@ type runResult struct {
 	// MemoryPeakMiB is the highest charge of the container's memory cgroup seen during the run,
 	// sampled every memorySampleInterval: the server, the page cache of its files and the tmpfs.
 	MemoryPeakMiB float64 `json:"memoryPeakMiB,omitempty"`
+	// Conditions are the machine's when the run started; files from before they were recorded
+	// have none.
+	Conditions *method.Conditions `json:"conditions,omitempty"`
 }
 
 // memorySampleInterval is how often a run samples the memory cgroup's charge. The cgroup's own peak
