@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dbtune/scratch-operator/node-agent/cmd/cli"
+	"github.com/dbtune/scratch-operator/test/bench/method"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
@@ -52,6 +53,7 @@ type config struct {
 	warm             int64
 	raiseOrder       bool
 	replot           string
+	seed             int64
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -78,6 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	})
 	fs.BoolVar(&c.raiseOrder, "raise-reporting-order", true, "as root on a machine with free page reporting, raise page_reporting_order to the largest order while the benchmark runs (restored at the end)")
 	fs.StringVar(&c.replot, "replot", "", "draw the chart and print the table of an existing results.json instead of measuring")
+	fs.Int64Var(&c.seed, "seed", method.NewSeed(), "seed of each round's order of the probe and the references, and of the intervals (recorded in the results)")
 	fs.BoolVar(&c.strict, "strict", false, "exit with status 1 when a comparison is outside its tolerance")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -154,7 +157,7 @@ func benchmark(ctx context.Context, cfg *config, cl *Cleanups, logf func(string,
 		return nil, err
 	}
 	r := &Report{
-		GeneratedAt: start.UTC(), Command: commandLine(os.Args[1:]), Machine: describeMachine(ctx), Rounds: cfg.runs, Method: method,
+		GeneratedAt: start.UTC(), Command: commandLine(os.Args[1:]), Machine: describeMachine(ctx), Rounds: cfg.runs, Seed: cfg.seed, Method: methodText,
 		Tolerances: map[string]float64{string(Throughput): Throughput.Tolerance(), string(Latency): Latency.Tolerance()},
 	}
 	r.Machine.WarmMemoryBytes = cfg.warm
@@ -168,7 +171,7 @@ func benchmark(ctx context.Context, cfg *config, cl *Cleanups, logf func(string,
 		r.Machine.PageReporting.Active, orUnchanged(r.Machine.PageReporting.OrderDuringRun), formatBytes(cfg.warm))
 	// The raw device read is a disk measurement (hdparm -t on the disk): a loop device over a tmpfs
 	// file would measure the loop driver copying memory, so only the disk target gets one.
-	diskDevice := ""
+	diskDevice, order := "", method.NewOrder(cfg.seed)
 	needLoop := cfg.cost || selected(cfg.only, "device-read/hdparm") || selected(cfg.only, "device-read/fio")
 	for _, t := range []*Target{tmpfs, disk} {
 		info, device := describeTarget(t), ""
@@ -189,7 +192,7 @@ func benchmark(ctx context.Context, cfg *config, cl *Cleanups, logf func(string,
 			if !selected(cfg.only, s.ID) {
 				continue
 			}
-			res := runSeries(ctx, s, cfg.runs, cfg.warm, logf)
+			res := runSeries(ctx, s, cfg.runs, order, cfg.warm, r.Machine.Tools, logf)
 			if res.Err != nil {
 				r.Errors = append(r.Errors, fmt.Sprintf("%s on %s: %v", s.ID, t.Name, res.Err))
 			}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/dbtune/scratch-operator/test/bench/method"
 )
 
 // Report is results.json.
@@ -20,6 +22,9 @@ type Report struct {
 	Machine         Machine      `json:"machine"`
 	Targets         []TargetInfo `json:"targets"`
 	Rounds          int          `json:"rounds"`
+	// Seed drew the order of each round and the intervals; results from before it was recorded
+	// ran the probe first in every round.
+	Seed int64 `json:"seed,omitempty"`
 	// Method says how the figures were taken, so that the JSON stands on its own.
 	Method      string             `json:"method"`
 	Tolerances  map[string]float64 `json:"tolerances"`
@@ -29,14 +34,15 @@ type Report struct {
 	Errors      []string           `json:"errors,omitempty"`
 }
 
-const method = "For each workload and target, the probe library (called in-process with the options of " +
-	"probe.DefaultOptions for that workload) and one reference tool run alternately, probe first (ABAB...), " +
+const methodText = "For each workload and target, the probe library (called in-process with the options of " +
+	"probe.DefaultOptions for that workload) and one reference tool run alternately, in an order drawn anew for each round from the recorded seed, " +
 	"on the same directory, for the given number of rounds each, three times as many for workloads timed over " +
 	"a tenth of a second or less; the filesystem is flushed (syncfs) after every run, and before every run of " +
 	"a workload that allocates page cache inside its timing machine.warmMemoryBytes of memory are faulted in " +
 	"and freed, both outside the timing. dd is timed net of its own input: the seconds of the same dd into " +
 	"/dev/null, run just before, are subtracted (referencePrintedSamples keep what dd printed). " +
-	"Figures are medians; ratio = probe median / reference median."
+	"Figures are medians; ratio = probe median / reference median; interval = its 95 % percentile bootstrap interval over every round " +
+	"(10000 resamples), difference = no difference unless the interval excludes 1. roundConditions are the machine's at the start of each round."
 
 // Comparison is one metric of one series: every sample of both sides, the medians and the verdict.
 type Comparison struct {
@@ -61,6 +67,17 @@ type Comparison struct {
 	Ratio                   *float64  `json:"ratio"`
 	// PairedRatioMedian is the median of the per-round ratios; the verdict uses Ratio.
 	PairedRatioMedian *float64 `json:"pairedRatioMedian"`
+	// Interval is the bootstrap interval of Ratio over every round, and Difference its verdict:
+	// "no difference" between probe and reference unless the interval excludes 1 (with
+	// DifferenceReason when there is no interval). Results from before they were recorded have
+	// neither.
+	Interval         *method.Interval `json:"interval,omitempty"`
+	Difference       method.Verdict   `json:"difference,omitempty"`
+	DifferenceReason string           `json:"differenceReason,omitempty"`
+	// RoundOrders are the tools of each round in the order they ran, and RoundConditions the
+	// machine's at the start of each round.
+	RoundOrders     [][]string          `json:"roundOrders,omitempty"`
+	RoundConditions []method.Conditions `json:"roundConditions,omitempty"`
 	Verdict           string   `json:"verdict"`
 	Reason            string   `json:"reason"`
 	Note              string   `json:"note,omitempty"`

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dbtune/scratch-operator/test/bench/method"
 )
 
 // Figures are the measurements of one run, keyed by metric ID.
@@ -77,34 +80,46 @@ type SeriesResult struct {
 	Series *Series
 	Ours   []Figures
 	Refs   [][]Figures
-	Err    error
+	// Orders are the tools of each round in the order they ran, and Conditions the machine's at
+	// the start of each round.
+	Orders     [][]string
+	Conditions []method.Conditions
+	// Seed drew the rounds' orders; the intervals are drawn from it too.
+	Seed int64
+	Err  error
 }
 
-// runSeries runs s.Rounds(rounds) rounds, ours first in each. Before every run of a Warm series it
-// warms warm bytes of memory (see warmMemory), and after every run it flushes the target's
-// filesystem, both outside any timing, so that no run pays for memory the hypervisor took back
-// while the previous one ran or for the write-back another one left behind.
-func runSeries(ctx context.Context, s *Series, rounds int, warm int64, log func(string, ...any)) SeriesResult {
-	res := SeriesResult{Series: s, Refs: make([][]Figures, len(s.References))}
+// runSeries runs s.Rounds(rounds) rounds, ours and the references in an order order draws anew
+// for each round. Before every run of a Warm series it warms warm bytes of memory (see
+// warmMemory), and after every run it flushes the target's filesystem, both outside any timing,
+// so that no run pays for memory the hypervisor took back while the previous one ran or for the
+// write-back another one left behind.
+func runSeries(ctx context.Context, s *Series, rounds int, order *method.Order, warm int64, versions map[string]string, log func(string, ...any)) SeriesResult {
+	res := SeriesResult{Series: s, Refs: make([][]Figures, len(s.References)), Seed: order.Seed()}
 	runners := append([]*Runner{&s.Ours}, pointers(s.References)...)
 	if !s.Warm {
 		warm = 0
 	}
 	rounds = s.Rounds(rounds)
 	for i := range rounds {
-		for j, r := range runners {
+		res.Conditions = append(res.Conditions, method.Record(versions))
+		var tools []string
+		for _, r := range method.Shuffled(order, runners) {
 			f, err := runOnce(ctx, s, r, warm)
 			if err != nil {
 				res.Err = fmt.Errorf("round %d, %s: %w", i+1, r.Tool, err)
 				return res
 			}
-			if j == 0 {
+			tools = append(tools, r.Tool)
+			if r == &s.Ours {
 				res.Ours = append(res.Ours, f)
 			} else {
-				res.Refs[j-1] = append(res.Refs[j-1], f)
+				j := slices.Index(runners, r) - 1
+				res.Refs[j] = append(res.Refs[j], f)
 			}
 			log("  %-30s round %d/%d %-15s%s", s.ID, i+1, rounds, r.Tool, describeFigures(s.Metrics, f))
 		}
+		res.Orders = append(res.Orders, tools)
 	}
 	return res
 }
@@ -185,6 +200,13 @@ func compare(r SeriesResult, m Metric, ref Runner, refRuns []Figures) Comparison
 	c.OursMedian, c.ReferenceMedian, c.Ratio = finite(ours), finite(reference), finite(Ratio(ours, reference))
 	c.PairedRatioMedian = finite(Median(PairedRatios(c.OursSamples, c.ReferenceSamples)))
 	c.Verdict, c.Reason = Judge(m.Class, ours, reference, m.Resolution)
+	seed := r.Seed
+	if seed == 0 {
+		seed = method.BootstrapSeed
+	}
+	diff := method.Compare(c.OursSamples, c.ReferenceSamples, seed)
+	c.Interval, c.Difference, c.DifferenceReason = diff.Interval, diff.Verdict, diff.Reason
+	c.RoundOrders, c.RoundConditions = r.Orders, r.Conditions
 	if ref.ForContext != "" && c.Verdict != NotMeasured {
 		c.Verdict, c.Reason = ForContext, ref.ForContext
 	}

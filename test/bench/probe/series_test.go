@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dbtune/scratch-operator/node-agent/probe"
+	"github.com/dbtune/scratch-operator/test/bench/method"
 )
 
 // One run of ours feeds every reference of its series; each reference is compared only on the
@@ -89,5 +92,48 @@ func TestContextReferencesAreNotJudged(t *testing.T) {
 	}
 	if !strings.Contains(osLoopRunner("/d", probe.ChurnSize{FileBytes: 5000, Files: 2}, time.Second, 4096).ForContext, "os package") {
 		t.Error("the os loop is not marked as shown for context")
+	}
+}
+
+// The probe and the references run in an order drawn anew for each round from the seed, each
+// run's figures land with the runner that made them, and every round records its order and the
+// machine's conditions.
+func TestRunSeriesOrdersRoundsFromTheSeed(t *testing.T) {
+	runner := func(tool string, v float64) Runner {
+		return Runner{Tool: tool, Provides: []string{"m"}, Run: func(context.Context) (Figures, error) { return Figures{"m": v}, nil }}
+	}
+	s := &Series{
+		ID: "x", Target: &Target{Name: "disk", Path: t.TempDir()}, Metrics: []Metric{{ID: "m", Class: Throughput}},
+		Ours: runner("probe", 1), References: []Runner{runner("fio", 2), runner("dd", 3)},
+	}
+	run := func() SeriesResult {
+		return runSeries(context.Background(), s, 8, method.NewOrder(11), 0, map[string]string{"fio": "fio-3.33"}, func(string, ...any) {})
+	}
+	r := run()
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if got := pick(r.Ours, "m"); !slices.Equal(got, []float64{1, 1, 1, 1, 1, 1, 1, 1}) {
+		t.Errorf("the probe's figures are %v", got)
+	}
+	if got := pick(r.Refs[1], "m"); len(got) != 8 || got[0] != 3 {
+		t.Errorf("dd's figures are %v", got)
+	}
+	firsts := map[string]int{}
+	for _, o := range r.Orders {
+		firsts[o[0]]++
+	}
+	if len(r.Orders) != 8 || len(firsts) < 2 {
+		t.Errorf("orders %v: want 8 rounds, not always the same tool first", r.Orders)
+	}
+	if len(r.Conditions) != 8 || r.Conditions[0].Versions["fio"] != "fio-3.33" || r.Seed != 11 {
+		t.Errorf("conditions %d, seed %d: want one per round, with the tools' versions", len(r.Conditions), r.Seed)
+	}
+	if again := run(); !cmp.Equal(again.Orders, r.Orders) {
+		t.Errorf("the same seed ran another order: %v, then %v", r.Orders, again.Orders)
+	}
+	cs := comparisons(r)
+	if len(cs) != 2 || cs[0].Interval == nil || cs[0].Difference != method.Lower || len(cs[0].RoundOrders) != 8 {
+		t.Errorf("comparisons %+v: want an interval and a verdict for each reference, with the rounds' orders", cs)
 	}
 }
