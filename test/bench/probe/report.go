@@ -78,10 +78,10 @@ type Comparison struct {
 	// machine's at the start of each round.
 	RoundOrders     [][]string          `json:"roundOrders,omitempty"`
 	RoundConditions []method.Conditions `json:"roundConditions,omitempty"`
-	Verdict           string   `json:"verdict"`
-	Reason            string   `json:"reason"`
-	Note              string   `json:"note,omitempty"`
-	Error             string   `json:"error,omitempty"`
+	Verdict         string              `json:"verdict"`
+	Reason          string              `json:"reason"`
+	Note            string              `json:"note,omitempty"`
+	Error           string              `json:"error,omitempty"`
 }
 
 // finite returns a pointer to v, or nil for NaN and infinities, which JSON cannot carry.
