@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dbtune/scratch-operator/node-agent/scratchusage"
+	"github.com/dbtune/scratch-operator/test/bench/method"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
@@ -52,6 +53,8 @@ type config struct {
 	size    resource.Quantity
 	measure time.Duration
 	out     string
+	seed    int64
+	replot  string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -63,6 +66,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	size := fs.String("size", "16Mi", "size of each tmpfs volume (a Kubernetes quantity)")
 	fs.DurationVar(&c.measure, "measure", 100*time.Millisecond, "how long each figure is measured for in each run")
 	fs.StringVar(&c.out, "out", "", "output directory for results.json and results.png (default: bin/bench/scratchusage in the repository)")
+	fs.Int64Var(&c.seed, "seed", method.NewSeed(), "seed of each run's order of the volume counts and of the intervals (recorded in the results)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -155,12 +159,14 @@ func benchmark(ctx context.Context, cfg *config, logf func(string, ...any)) (*Re
 		return nil, err
 	}
 	b := &bench{fx: fx, minTime: cfg.measure, report: r}
+	order := method.NewOrder(cfg.seed)
 	for run := range cfg.runs {
-		for _, n := range rotate(cfg.counts, run) {
+		for position, n := range method.Shuffled(order, cfg.counts) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 			logf("run %d/%d: %d volumes", run+1, cfg.runs, n)
+			r.Rounds = append(r.Rounds, Round{Run: run + 1, Position: position + 1, Volumes: n, Conditions: method.Record(versions)})
 			if err := b.measureCount(ctx, n); err != nil {
 				return nil, err
 			}
@@ -172,19 +178,23 @@ func benchmark(ctx context.Context, cfg *config, logf func(string, ...any)) (*Re
 	return r, nil
 }
 
+// versions are what the runs record with their conditions: the sampler is this checkout's code,
+// built by this Go.
+var versions = map[string]string{"go": runtime.Version()}
+
 func newReport(cfg *config, start time.Time) *Report {
 	return &Report{
 		GeneratedAt: start.UTC().Truncate(time.Second),
 		Command:     commandLine(os.Args[1:]),
 		Machine:     describeMachine(),
 		Settings: Settings{
-			VolumeCounts: cfg.counts, Runs: cfg.runs, VolumeSize: cfg.size.String(), MeasureSeconds: cfg.measure.Seconds(),
+			VolumeCounts: cfg.counts, Runs: cfg.runs, Seed: cfg.seed, VolumeSize: cfg.size.String(), MeasureSeconds: cfg.measure.Seconds(),
 			IntervalSeconds: scratchusage.DefaultInterval.Seconds(), WindowSeconds: scratchusage.DefaultWindow.Seconds(),
 			WarmUpRounds: warmUpRounds, KubeletRoot: workDir, GOMAXPROCS: runtime.GOMAXPROCS(0),
 			Pods: fmt.Sprintf("one running MariaDB StatefulSet pod per volume, over %d namespaces, all on node %s, each injected by ScratchVolume %q", namespaces, nodeName, scratchVolume),
 			Fill: "every fifth volume (0, 5, 10…) holds a quarter of its size; volume 2 is full; the others are empty",
 		},
-		Method:    method,
+		Method:    methodText,
 		Workloads: workloadDescriptions(),
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dbtune/scratch-operator/node-agent/scratchusage"
+	"github.com/dbtune/scratch-operator/test/bench/method"
 )
 
 // Report is results.json.
@@ -31,12 +32,37 @@ type Report struct {
 	Workloads map[string]string `json:"workloads"`
 	Costs     []CostSeries      `json:"costs"`
 	Heap      []HeapSeries      `json:"heap"`
+	// Rounds are the volume counts of each run in the order measured, each with the machine's
+	// conditions at its start; results from before they were recorded have none.
+	Rounds []Round `json:"rounds,omitempty"`
+	// Comparisons are the intervals of the CPU ratios the report quotes, drawn from every run.
+	Comparisons []Comparison `json:"comparisons,omitempty"`
+}
+
+// Round is one volume count measured in one run.
+type Round struct {
+	Run        int               `json:"run"`
+	Position   int               `json:"position"`
+	Volumes    int               `json:"volumes"`
+	Conditions method.Conditions `json:"conditions"`
+}
+
+// Comparison is the ratio of one workload's median CPU per round to another's at one volume
+// count, with its interval and verdict.
+type Comparison struct {
+	Volumes   int    `json:"volumes"`
+	Workload  string `json:"workload"`
+	Reference string `json:"reference"`
+	method.Comparison
 }
 
 // Settings are the parameters of the run.
 type Settings struct {
-	VolumeCounts    []int   `json:"volumeCounts"`
-	Runs            int     `json:"runs"`
+	VolumeCounts []int `json:"volumeCounts"`
+	Runs         int   `json:"runs"`
+	// Seed drew each run's order of the volume counts; results from before it was recorded
+	// started each run one count further along.
+	Seed            int64   `json:"seed,omitempty"`
 	VolumeSize      string  `json:"volumeSize"`
 	MeasureSeconds  float64 `json:"measureSecondsPerFigure"`
 	IntervalSeconds float64 `json:"samplingIntervalSeconds"`
@@ -77,8 +103,9 @@ type HeapSeries struct {
 	PodStore         Summary   `json:"podStoreBytesSummary"`
 }
 
-const method = "All volume counts are measured in every run, one after the other, each run starting one count " +
-	"further along (round-robin); each figure is the median over the runs. For a cost, the workload is first run " +
+const methodText = "All volume counts are measured in every run, one after the other, in an order drawn anew for each run " +
+	"from the recorded seed; each figure is the median over the runs, and each quoted ratio has a 95 % percentile bootstrap interval " +
+	"over the runs (10000 resamples) and is called a difference only when the interval excludes 1. For a cost, the workload is first run " +
 	"for a tenth of the measuring time to calibrate (and warm up), then a fixed number of rounds lasting about the " +
 	"measuring time is timed with no clock read inside (the sampler's clock moves 1 s, the default interval, per round): CPU is the process's user + system time (getrusage, " +
 	"garbage collection included) divided by the rounds, wall time likewise, allocations from runtime.MemStats. " +
@@ -150,6 +177,32 @@ func (r *Report) summarize() {
 	}
 	slices.SortStableFunc(r.Costs, func(a, b CostSeries) int { return cmp.Compare(a.Volumes, b.Volumes) })
 	slices.SortStableFunc(r.Heap, func(a, b HeapSeries) int { return cmp.Compare(a.Volumes, b.Volumes) })
+	r.Comparisons = r.comparisons()
+}
+
+// comparedWorkloads are the ratios of CPU per round the report quotes: a sampling round against
+// statfs alone, its floor, and the fake client's round against the agent's.
+var comparedWorkloads = [][2]string{{wSample + cachedReader, wStatfs}, {wSample + fakeReader, wSample + cachedReader}}
+
+// comparisons draws the interval of every compared ratio at every volume count.
+func (r *Report) comparisons() []Comparison {
+	seed := r.Settings.Seed
+	if seed == 0 {
+		seed = method.BootstrapSeed
+	}
+	var out []Comparison
+	for _, n := range r.Settings.VolumeCounts {
+		for _, pair := range comparedWorkloads {
+			a, b := r.cost(pair[0], n), r.cost(pair[1], n)
+			if a == nil || b == nil {
+				continue
+			}
+			cpu := func(c Cost) float64 { return c.CPUSeconds }
+			out = append(out, Comparison{Volumes: n, Workload: pair[0], Reference: pair[1],
+				Comparison: method.Compare(field(a.Runs, cpu), field(b.Runs, cpu), seed)})
+		}
+	}
+	return out
 }
 
 func field(cs []Cost, f func(Cost) float64) []float64 {

@@ -31,16 +31,6 @@ func summarize(xs []float64) Summary {
 	return Summary{Median: m, Min: s[0], Max: s[len(s)-1]}
 }
 
-// rotate returns the volume counts in the order run number run visits them: each run starts one
-// further along, so that no count is always measured first, on a cold machine, or always last.
-func rotate(counts []int, run int) []int {
-	if len(counts) == 0 {
-		return nil
-	}
-	k := run % len(counts)
-	return append(slices.Clone(counts[k:]), counts[:k]...)
-}
-
 // parseCounts reads a comma-separated list of volume counts, each at least 1, without repeats,
 // and returns them in increasing order.
 func parseCounts(s string) ([]int, error) {

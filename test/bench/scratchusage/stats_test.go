@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/dbtune/scratch-operator/test/bench/method"
 )
 
 func TestSummarize(t *testing.T) {
@@ -38,19 +40,6 @@ func TestSummarizeNothing(t *testing.T) {
 	}
 }
 
-func TestRotate(t *testing.T) {
-	counts := []int{1, 10, 100, 300}
-	want := [][]int{{1, 10, 100, 300}, {10, 100, 300, 1}, {100, 300, 1, 10}, {300, 1, 10, 100}, {1, 10, 100, 300}}
-	for run, w := range want {
-		if got := rotate(counts, run); !slices.Equal(got, w) {
-			t.Errorf("rotate(%v, %d) = %v, want %v", counts, run, got, w)
-		}
-	}
-	if !slices.Equal(counts, []int{1, 10, 100, 300}) {
-		t.Errorf("rotate changed its input to %v", counts)
-	}
-}
-
 func TestParseCounts(t *testing.T) {
 	got, err := parseCounts("100, 1,10")
 	if err != nil || !slices.Equal(got, []int{1, 10, 100}) {
@@ -60,5 +49,30 @@ func TestParseCounts(t *testing.T) {
 		if got, err := parseCounts(bad); err == nil {
 			t.Errorf("parseCounts(%q) = %v, want an error", bad, got)
 		}
+	}
+}
+
+// The ratios the report quotes come with an interval over the runs and a verdict from it.
+func TestComparisons(t *testing.T) {
+	r := &Report{Settings: Settings{VolumeCounts: []int{10}, Seed: 3}}
+	for i, statfs := range []float64{28e-6, 29e-6, 27e-6, 28.5e-6, 30e-6} {
+		r.addCost(wStatfs, 10, Cost{CPUSeconds: statfs})
+		r.addCost(wSample+cachedReader, 10, Cost{CPUSeconds: 2.6*statfs + float64(i)*1e-7})
+		// The fake client's rounds scatter around the cache-like reader's: no difference.
+		r.addCost(wSample+fakeReader, 10, Cost{CPUSeconds: []float64{60e-6, 90e-6, 75e-6, 110e-6, 70e-6}[i]})
+	}
+	r.summarize()
+	if len(r.Comparisons) != 2 {
+		t.Fatalf("comparisons %+v, want the two quoted ratios", r.Comparisons)
+	}
+	floor := r.Comparisons[0]
+	if floor.Workload != wSample+cachedReader || floor.Reference != wStatfs || floor.Verdict != method.Higher || floor.Interval.Seed != 3 {
+		t.Errorf("a sampling round against statfs: %+v, want higher, from the seed", floor)
+	}
+	if math.Abs(floor.Interval.Ratio-2.6) > 0.02 {
+		t.Errorf("ratio %v, want about 2.6", floor.Interval.Ratio)
+	}
+	if fake := r.Comparisons[1]; fake.Interval == nil || fake.Verdict != method.NoDifference {
+		t.Errorf("the fake client against the cache-like reader: %+v, want no difference", fake)
 	}
 }
