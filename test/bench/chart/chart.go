@@ -1,6 +1,6 @@
 // Package chart draws the PNG charts of the project's benchmarks: grouped bar charts of values or
-// ratios, with labeled axes, an optional shaded band (a tolerance) or whiskers (the spread of the
-// runs around a median), a legend, and a caption with the machine and the date of the measurement.
+// ratios, with labeled axes, an optional shaded band (a tolerance), whiskers (an interval, or the
+// spread of the runs around a median) and dots (every run's figure beside their summary), a legend, and a caption with the machine and the date of the measurement.
 //
 // It owns how every benchmark chart looks (fonts, colors, sizes, layout) and the drawing itself, on
 // gonum.org/v1/plot; a benchmark owns what it measured and how its bars are grouped and labeled.
@@ -45,6 +45,9 @@ type Chart struct {
 	// WhiskerLabel is the legend's text for the whiskers, such as "min–max of 5 runs"; the legend
 	// shows it when some bar has whiskers.
 	WhiskerLabel string
+	// PointLabel is the legend's text for the dots, such as "each run"; the legend shows it when
+	// some bar has points.
+	PointLabel string
 	// Machine describes where the figures were measured (CPU, cores, memory, kernel...), and
 	// Measured says when; both go in the caption, so that a chart never travels without them.
 	Machine  string
@@ -79,7 +82,11 @@ type Bar struct {
 	// Low and High, when High > Low, draw a whisker across the bar, such as the fastest and the
 	// slowest run around a median.
 	Low, High float64
-	// Label is printed at the end of the bar (or of its whisker); empty prints Value.
+	// Points, when set, are drawn as dots over the bar, such as every run's figure beside their
+	// median; NaN points are left out.
+	Points []float64
+	// Label is printed at the end of the bar (or of its whisker, or of its farthest point); empty
+	// prints Value.
 	Label string
 	// Highlight prints the label in red, to make a failed check stand out.
 	Highlight bool
@@ -152,6 +159,11 @@ func (c *Chart) validateGroup(g Group) error {
 	for _, b := range g.Bars {
 		if math.IsInf(b.Value, 0) || math.IsInf(b.Low, 0) || math.IsInf(b.High, 0) {
 			return fmt.Errorf("infinite value in bar %q", b.Label)
+		}
+		for _, p := range b.Points {
+			if math.IsInf(p, 0) {
+				return fmt.Errorf("infinite point in bar %q", b.Label)
+			}
 		}
 	}
 	return nil

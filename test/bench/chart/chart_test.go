@@ -130,6 +130,7 @@ func TestRefusesWhatItCannotDraw(t *testing.T) {
 		"a panel, no bars": {func(c *Chart) { c.Panels[0].Groups = nil }, true},
 		"infinite value":   {func(c *Chart) { c.Panels[0].Groups[0].Bars[0].Value = math.Inf(1) }, false},
 		"infinite whisker": {func(c *Chart) { c.Panels[0].Groups[0].Bars[0].High = math.Inf(1) }, false},
+		"infinite point":   {func(c *Chart) { c.Panels[0].Groups[0].Bars[0].Points = []float64{1, math.Inf(-1)} }, false},
 		"too many bars":    {func(c *Chart) { c.Panels[0].Groups[0].Bars = make([]Bar, 3) }, false},
 		"inverted band":    {func(c *Chart) { c.Panels[0].Band = &Band{Low: 1.1, High: 0.9} }, false},
 		"NaN band":         {func(c *Chart) { c.Panels[0].Band = &Band{Low: math.NaN(), High: 1} }, false},
@@ -187,6 +188,32 @@ func TestWhiskersAreDrawn(t *testing.T) {
 	a, b := count(render(t, without), dark), count(render(t, with), dark)
 	if b < a+50 {
 		t.Errorf("%d dark pixels with a whisker, %d without: want a whisker", b, a)
+	}
+}
+
+func TestPointsAreDrawn(t *testing.T) {
+	with, without := medians(), medians()
+	with.PointLabel, without.PointLabel = "", ""
+	with.Panels[1].Groups[0].Bars[1].Points = []float64{28, 30, 33, 35, 31}
+	dark := func(r, g, b uint8) bool { return r < 60 && g < 60 && b < 60 }
+	a, b := count(render(t, without), dark), count(render(t, with), dark)
+	// Five dots of about 5 pixels across.
+	if b < a+5*12 {
+		t.Errorf("%d dark pixels with five points, %d without: want the dots", b, a)
+	}
+}
+
+// A point beyond the bar and its whisker stretches the value axis so that it is drawn too.
+func TestPointsStretchTheAxis(t *testing.T) {
+	c := medians()
+	c.Panels[0].Groups[0].Bars[1].Points = []float64{8, 8.3, 40}
+	p := c.plotPanel(c.Panels[0])
+	if p.Y.Max < 40 {
+		t.Errorf("value axis ends at %v, below the point at 40", p.Y.Max)
+	}
+	c.PointLabel = "each run"
+	if !slices.ContainsFunc(c.legend(), func(e legendEntry) bool { return e.text == "each run" }) {
+		t.Errorf("legend %v has no entry for the points", c.legend())
 	}
 }
 

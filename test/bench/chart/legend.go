@@ -23,14 +23,15 @@ type legendEntry struct {
 	text  string
 }
 
-// legend lists the series, then each distinct band label, then the whiskers if any bar has them.
+// legend lists the series, then each distinct band label, then the whiskers and the points if any
+// bar has them.
 func (c *Chart) legend() []legendEntry {
 	var out []legendEntry
 	for i, s := range c.Series {
 		out = append(out, legendEntry{swatch{seriesColors[i]}, s})
 	}
 	var bands []string
-	whiskered := false
+	whiskered, dotted := false, false
 	for _, p := range c.Panels {
 		if b := p.Band; b != nil && b.Label != "" && !slices.Contains(bands, b.Label) {
 			bands = append(bands, b.Label)
@@ -39,11 +40,15 @@ func (c *Chart) legend() []legendEntry {
 		for _, g := range p.Groups {
 			for _, b := range g.Bars {
 				whiskered = whiskered || b.High > b.Low
+				dotted = dotted || len(b.Points) > 0
 			}
 		}
 	}
 	if whiskered && c.WhiskerLabel != "" {
 		out = append(out, legendEntry{&whiskers{}, c.WhiskerLabel})
+	}
+	if dotted && c.PointLabel != "" {
+		out = append(out, legendEntry{&points{}, c.PointLabel})
 	}
 	return out
 }

@@ -112,6 +112,7 @@ func (c *Chart) addSeries(p *plot.Plot, groups []Group, s int) {
 	n := len(groups)
 	values := make(plotter.Values, n)
 	var ws whiskers
+	var ps points
 	var labels plotter.XYLabels
 	var styles []text.Style
 	for i, g := range groups {
@@ -127,6 +128,10 @@ func (c *Chart) addSeries(p *plot.Plot, groups []Group, s int) {
 		if b.High > b.Low {
 			ws.add(pos, b.Low, b.High)
 			end = math.Max(end, b.High)
+		}
+		if len(b.Points) > 0 {
+			ps.add(pos, b.Points)
+			end = math.Max(end, maxOf(b.Points))
 		}
 		if math.IsNaN(end) {
 			end = 0
@@ -148,12 +153,27 @@ func (c *Chart) addSeries(p *plot.Plot, groups []Group, s int) {
 	p.Add(bars)
 	ws.horizontal, ws.offset, ws.cap = bars.Horizontal, bars.Offset, width/2
 	p.Add(&ws)
+	if len(ps.sets) > 0 {
+		ps.horizontal, ps.offset, ps.width = bars.Horizontal, bars.Offset, width
+		p.Add(&ps)
+	}
 	if len(labels.XYs) > 0 {
 		// Every label has a finite place, so NewLabels cannot fail either.
 		l, _ := plotter.NewLabels(labels)
 		l.TextStyle, l.Offset = styles, c.labelOffset(s)
 		p.Add(l)
 	}
+}
+
+// maxOf is the largest of xs that is a number, NaN when none is.
+func maxOf(xs []float64) float64 {
+	m := math.NaN()
+	for _, x := range xs {
+		if !math.IsNaN(x) && (math.IsNaN(m) || x > m) {
+			m = x
+		}
+	}
+	return m
 }
 
 // xy turns a category position and a value into plot coordinates.
