@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/test/bench/method"
 	"github.com/dbtune/scratch-operator/test/localcluster"
 )
 
@@ -53,6 +54,9 @@ type failoverResult struct {
 type failoverRun struct {
 	Inject failoverPhase `json:"inject"`
 	Revert failoverPhase `json:"revert"`
+	// Conditions are the machine's at the start of the run; results from before they were
+	// recorded have none.
+	Conditions *method.Conditions `json:"conditions,omitempty"`
 }
 
 // failoverPhase is one injection or revert during which the leader was killed.
@@ -173,7 +177,7 @@ func (e *env) measureFailover(ctx context.Context, cfg config, n int) ([]*failov
 // reverts the fleet and kills b halfway; then stops c.
 func (e *env) failoverRun(ctx context.Context, cfg config, n, run int, el election) (failoverRun, error) {
 	b := e.bench
-	var r failoverRun
+	r := failoverRun{Conditions: recordConditions()}
 	var started []*replica
 	defer func() {
 		for _, rep := range started {

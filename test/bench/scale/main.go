@@ -20,7 +20,8 @@
 //
 // It writes <out>/scale.json and <out>/scale.png and prints the results as Markdown for
 // docs/benchmarks.md. With -replot FILE it measures nothing: it draws the chart of FILE and prints
-// the Markdown again.
+// the Markdown again; with -sets FILE,... it prints every set of runs of those files with its
+// interval, and each size's sets pooled.
 package main
 
 import (
@@ -40,6 +41,8 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/dbtune/scratch-operator/test/bench/method"
 )
 
 // config is what the flags set.
@@ -70,6 +73,10 @@ type config struct {
 	killAt float64
 	// leases are the Lease durations the failover measurement runs the replicas with.
 	leases []time.Duration
+	// seed draws the order of the bare client and the manager in each run, and the intervals.
+	seed int64
+	// sets lists results files whose sets of runs are tabulated and pooled instead of measuring.
+	sets string
 }
 
 func main() {
@@ -108,7 +115,9 @@ func main() {
 			return nil
 		})
 	flag.Float64Var(&cfg.killAt, "kill-at", 0.5, "share of the fleet injected (or reverted) when the failover measurement kills the leader")
-	flag.StringVar(&cfg.replot, "replot", "", "draw the chart of an existing scale.json instead of measuring (to -out, default beside it)")
+	flag.Int64Var(&cfg.seed, "seed", method.NewSeed(), "seed of the order of the bare client and the manager in each run, and of the intervals (recorded in the results)")
+	flag.StringVar(&cfg.sets, "sets", "", "print every set of runs of these results files (comma-separated), each with its interval, and the sets of each size pooled, instead of measuring")
+	flag.StringVar(&cfg.replot, "replot", "", "draw the chart of an existing results file instead of measuring, to a PNG of its name (in -out, default beside it)")
 	flag.Parse()
 	// The benchmark's own clients log nothing worth reading; the manager logs to its file.
 	ctrllog.SetLogger(logr.Discard())
@@ -116,7 +125,12 @@ func main() {
 	if cfg.levels, err = parseLevels(levels); err == nil {
 		err = validate(&cfg)
 	}
-	if err == nil && cfg.replot != "" {
+	if err == nil && cfg.sets != "" {
+		var md string
+		if md, err = setsMarkdown(".", strings.Split(cfg.sets, ","), true); err == nil {
+			fmt.Print(md)
+		}
+	} else if err == nil && cfg.replot != "" {
 		if !flagSet("out") {
 			cfg.out = filepath.Dir(cfg.replot)
 		}
@@ -207,7 +221,7 @@ func replot(cfg config, md io.Writer) error {
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
 		return err
 	}
-	png, err := r.writeChart(cfg.out)
+	png, err := r.writeChart(cfg.out, strings.TrimSuffix(filepath.Base(cfg.replot), filepath.Ext(cfg.replot)))
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dbtune/scratch-operator/test/bench/chart"
+	"github.com/dbtune/scratch-operator/test/bench/method"
 )
 
 // results is everything scale.json holds.
@@ -55,6 +56,12 @@ type settings struct {
 	Variants           []string         `json:"variantsComparedAt,omitempty"`
 	CompareAt          int              `json:"compareAt"`
 	KubernetesVersions string           `json:"kubernetes"`
+	// Large is the size above which a size got fewer runs (-large); results from before it was
+	// recorded used 1000.
+	Large int `json:"largeAbove,omitempty"`
+	// Seed drew the order of the bare client and the manager in each run, and the intervals;
+	// results from before it was recorded ran the bare client first.
+	Seed int64 `json:"seed,omitempty"`
 }
 
 type backgroundCounts struct {
@@ -65,6 +72,9 @@ type backgroundCounts struct {
 	CreateSeconds float64 `json:"createSeconds"`
 }
 
+// kubernetesVersions are the versions of the control plane the benchmark starts.
+const kubernetesVersions = "kube-apiserver, kube-controller-manager v1.37.2, etcd v3.7.3, kwok v0.8.0 (hack/k8s-binaries.sh)"
+
 // quietLevel is one size measured before the background objects exist.
 type quietLevel struct {
 	N                    int     `json:"statefulSets"`
@@ -73,6 +83,9 @@ type quietLevel struct {
 	Revert               phase   `json:"revert"`
 	RevertSettledSeconds float64 `json:"revertRecordedSeconds"`
 	Memory               memory  `json:"memory"`
+	// Conditions are the machine's at the start; results from before they were recorded have
+	// none.
+	Conditions *method.Conditions `json:"conditions,omitempty"`
 }
 
 // level is one size measured with one manager setting, with the background objects present.
@@ -92,6 +105,11 @@ type runResult struct {
 	Revert     phase  `json:"revert"`
 	Many       *phase `json:"many,omitempty"`
 	ManyRevert *phase `json:"manyRevert,omitempty"`
+	// Order is the order the bare client and the manager ran in, and Conditions the machine's at
+	// the start of the run; results from before they were recorded have neither (the bare client
+	// ran first).
+	Order      []string           `json:"order,omitempty"`
+	Conditions *method.Conditions `json:"conditions,omitempty"`
 }
 
 type rolloutResult struct {
@@ -103,6 +121,9 @@ type rolloutResult struct {
 	Revert                 phase           `json:"revert"`
 	RevertRolledOutSeconds float64         `json:"revertRolledOutSeconds"`
 	Memory                 memory          `json:"memory"`
+	// Conditions are the machine's at the start of the run; results from before they were
+	// recorded have none.
+	Conditions *method.Conditions `json:"conditions,omitempty"`
 }
 
 func newResults(cfg config) *results {
@@ -122,7 +143,7 @@ func newResults(cfg config) *results {
 			ControllerManager: kcmName(true, cfg.kcmQPS), SteadySeconds: cfg.steady.Seconds(),
 			ResyncSeconds: cfg.resync.Seconds(), GoMemLimit: cfg.goMemLimit,
 			GitOpsSettle: cfg.gitOpsSettle.Seconds(), CompareAt: cfg.compareAt,
-			KubernetesVersions: "kube-apiserver, kube-controller-manager v1.37.2, etcd v3.7.3, kwok v0.8.0 (hack/k8s-binaries.sh)",
+			KubernetesVersions: kubernetesVersions, Seed: cfg.seed, Large: cfg.large,
 		},
 	}
 	for _, s := range shapes {
@@ -177,7 +198,7 @@ func (r *results) write(dir string, md io.Writer) error {
 	}
 	logf("wrote %s", jsonPath)
 	if len(r.Levels) > 0 || len(r.Failover) > 0 || len(r.Rollouts) > 0 {
-		png, err := r.writeChart(dir)
+		png, err := r.writeChart(dir, r.name())
 		if err != nil {
 			return err
 		}
@@ -198,9 +219,20 @@ type summary struct {
 	cpu, p50, p99, depth                                         float64
 	bareRange, selectorRange, readyRange, ratioRange             [2]float64
 	peakRSS, heap                                                float64
+	// versus is the manager's injection time against the bare client's, over every run.
+	versus method.Comparison
 }
 
-func (l *level) summarize() summary {
+// bootstrapSeed seeds the intervals: the run's seed, or the method's fixed one for results that
+// recorded none, so that the same file always gives the same intervals.
+func (r *results) bootstrapSeed() int64 {
+	if r.Settings.Seed != 0 {
+		return r.Settings.Seed
+	}
+	return method.BootstrapSeed
+}
+
+func (l *level) summarize(seed int64) summary {
 	s := summary{n: l.N, peakRSS: l.Memory.PeakRSSMiB, heap: l.Memory.HeapMiB}
 	n := float64(l.N)
 	col := func(f func(r runResult) float64) []float64 {
@@ -236,6 +268,7 @@ func (l *level) summarize() summary {
 	s.selector, s.selectorRange = med(sel), span(sel)
 	s.ready, s.readyRange = med(ready), span(ready)
 	s.ratio, s.ratioRange = med(ratio), span(ratio)
+	s.versus = method.Compare(col(sel), col(bare), seed)
 	s.bareRevert = med(func(r runResult) float64 { return r.BareRevert.Seconds })
 	s.revert = med(func(r runResult) float64 { return r.Revert.Seconds })
 	s.writesPerSTS = med(func(r runResult) float64 { return r.Selector.StatefulSetWrites / n })
@@ -295,24 +328,25 @@ func (r *results) quiet(n int) *quietLevel {
 // chart draws convergence time and memory against N.
 func (r *results) chart() *chart.Chart {
 	ch := &chart.Chart{
-		Title:        "ScratchVolume manager at fleet scale: convergence and memory against N",
-		Series:       []string{"bare client (the limit)", "manager: all injected", "manager: all Ready", "peak RSS, with background", "peak RSS, no background"},
-		WhiskerLabel: fmt.Sprintf("min–max of %d runs", r.Settings.Runs),
-		Machine:      fmt.Sprintf("%d CPUs, %.0f GiB, Linux %s; local control plane", r.Machine.CPUs, r.Machine.MemoryGiB, r.Machine.Kernel),
-		Measured:     r.Generated,
-		Notes: fmt.Sprintf("One selector ScratchVolume per namespace over %d namespaces; the bare client sends the same applies with the same concurrency. Background: %d ConfigMaps (%d of 100 KiB), %d Secrets, %d Pods. kube-controller-manager %s.",
+		Title:      "ScratchVolume manager at fleet scale: convergence and memory against N",
+		Series:     []string{"bare client (the same applies)", "manager: all injected", "manager: all Ready", "peak RSS, with background", "peak RSS, no background"},
+		PointLabel: "each run",
+		Machine:    fmt.Sprintf("%d CPUs, %.0f GiB, Linux %s; local control plane", r.Machine.CPUs, r.Machine.MemoryGiB, r.Machine.Kernel),
+		Measured:   r.Generated,
+		Notes: fmt.Sprintf("Bars: medians of each size's runs, dots: every run. One selector ScratchVolume per namespace over %d namespaces; the bare client sends the same applies with the same concurrency. Background: %d ConfigMaps (%d of 100 KiB), %d Secrets, %d Pods. kube-controller-manager %s.",
 			r.Settings.Namespaces, r.Settings.Background.ConfigMaps, r.Settings.Background.BigConfigMaps, r.Settings.Background.Secrets, r.Settings.Background.Pods, r.Settings.ControllerManager),
 	}
 	times := chart.Panel{Title: "convergence\n(lower is better)", ValueAxis: "time (s)"}
 	mem := chart.Panel{Title: "manager memory\n(lower is better)", ValueAxis: "peak RSS (MiB)"}
 	nan := chart.Bar{Value: math.NaN()}
 	for _, l := range r.levelsOf(defaultSettings.Name) {
-		s := l.summarize()
+		s := l.summarize(r.bootstrapSeed())
 		label := fmt.Sprintf("N=%d", l.N)
+		label += fmt.Sprintf(", %d run%s", len(l.Runs), map[bool]string{true: "", false: "s"}[len(l.Runs) == 1])
 		times.Groups = append(times.Groups, chart.Group{Label: label, Bars: []chart.Bar{
-			{Value: s.bare, Low: s.bareRange[0], High: s.bareRange[1]},
-			{Value: s.selector, Low: s.selectorRange[0], High: s.selectorRange[1]},
-			{Value: s.ready, Low: s.readyRange[0], High: s.readyRange[1]},
+			{Value: s.bare, Points: l.each(func(r runResult) float64 { return r.Bare.Seconds })},
+			{Value: s.selector, Points: l.each(func(r runResult) float64 { return r.Selector.Seconds })},
+			{Value: s.ready, Points: l.each(func(r runResult) float64 { return r.Selector.ReadySeconds })},
 		}})
 		quiet := nan
 		if q := r.quiet(l.N); q != nil {
@@ -324,8 +358,18 @@ func (r *results) chart() *chart.Chart {
 	return ch
 }
 
-func (r *results) writeChart(dir string) (string, error) {
-	path := filepath.Join(dir, r.name()+".png")
+// each is a figure of every run, in the order run.
+func (l *level) each(f func(runResult) float64) []float64 {
+	out := make([]float64, len(l.Runs))
+	for i, r := range l.Runs {
+		out[i] = f(r)
+	}
+	return out
+}
+
+// writeChart draws the results' chart to dir/<base>.png and returns that path.
+func (r *results) writeChart(dir, base string) (string, error) {
+	path := filepath.Join(dir, base+".png")
 	ch := r.chart()
 	switch r.name() {
 	case onlyFailover:
@@ -354,34 +398,37 @@ func (r *results) markdown() string {
 		return b.String()
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "With the background objects (%d ConfigMaps, %d of them 100 KiB; %d Secrets; %d Pods), kube-controller-manager %s, manager defaults, medians of %d runs:\n\n",
-		r.Settings.Background.ConfigMaps, r.Settings.Background.BigConfigMaps, r.Settings.Background.Secrets, r.Settings.Background.Pods, r.Settings.ControllerManager, r.Settings.Runs)
-	b.WriteString("| StatefulSets | bare client | manager: injected | manager / bare | manager: Ready | one ScratchVolume each: injected / Ready | revert: bare / manager | StatefulSet writes per StatefulSet: inject / revert / one each | manager API requests per StatefulSet | manager writes in steady state: StatefulSets / all | manager writes after GitOps re-apply: StatefulSets / all | peak RSS (no background) | heap | manager CPU (inject) | reconcile p50 / p99 | max queue depth |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "With the background objects (%d ConfigMaps, %d of them 100 KiB; %d Secrets; %d Pods), kube-controller-manager %s, manager defaults, medians of each size's runs (a size above %d StatefulSets gets fewer):\n\n",
+		r.Settings.Background.ConfigMaps, r.Settings.Background.BigConfigMaps, r.Settings.Background.Secrets, r.Settings.Background.Pods, r.Settings.ControllerManager, largeOf(r))
+	b.WriteString("| StatefulSets | runs | bare client | manager: injected | manager / bare (95% interval) | verdict | manager: Ready | one ScratchVolume each: injected / Ready | revert: bare / manager | StatefulSet writes per StatefulSet: inject / revert / one each | manager API requests per StatefulSet | manager writes in steady state: StatefulSets / all | manager writes after GitOps re-apply: StatefulSets / all | peak RSS (no background) | heap | manager CPU (inject) | reconcile p50 / p99 | max queue depth |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, l := range r.levelsOf(defaultSettings.Name) {
-		s := l.summarize()
+		s := l.summarize(r.bootstrapSeed())
 		quiet := "–"
 		if q := r.quiet(l.N); q != nil {
 			quiet = fmt.Sprintf("%.0f MiB", q.Memory.PeakRSSMiB)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %.2fx | %s | %s / %s | %s / %s | %.2f / %.2f / %s | %.2f | %s / %s | %s / %s | %.0f MiB (%s) | %.0f MiB | %.1f s | %s / %s | %.0f |\n",
-			l.N, secs(s.bare), secs(s.selector), s.ratio, secs(s.ready), secs(s.many), secs(s.manyReady),
+		fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %s | %s | %s / %s | %s / %s | %.2f / %.2f / %s | %.2f | %s / %s | %s / %s | %.0f MiB (%s) | %.0f MiB | %.1f s | %s / %s | %.0f |\n",
+			l.N, len(l.Runs), secs(s.bare), secs(s.selector), versusCell(s.versus), versusVerdict(s.versus), secs(s.ready), secs(s.many), secs(s.manyReady),
 			secs(s.bareRevert), secs(s.revert), s.writesPerSTS, s.revertWritesPerSTS, ratio(s.manyWritesPerSTS), s.requestsPerSTS,
 			count(s.steadySTSWrites), count(s.steadyWrites), count(s.gitOpsSTSWrites), count(s.gitOpsWrites),
 			s.peakRSS, quiet, s.heap, s.cpu, secs(s.p50), secs(s.p99), s.depth)
 	}
 	if len(r.Settings.Variants) > 0 {
 		fmt.Fprintf(&b, "\nManager settings compared at N=%d (the bare client with the same client-side limit and concurrency, side by side):\n\n", r.Settings.CompareAt)
-		b.WriteString("| manager settings | bare client | manager: injected | manager / bare | manager: Ready | revert | peak RSS |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| manager settings | runs | bare client | manager: injected | manager / bare (95% interval) | verdict | manager: Ready | revert | peak RSS |\n|---|---:|---:|---:|---:|---|---:|---:|---:|\n")
 		for _, l := range r.Levels {
 			if l.N != r.Settings.CompareAt {
 				continue
 			}
-			s := l.summarize()
-			fmt.Fprintf(&b, "| %s (qps %g, burst %d, %d workers) | %s | %s | %.2fx | %s | %s | %.0f MiB |\n", l.Settings.Name, l.Settings.QPS, l.Settings.Burst,
-				l.Settings.Workers, secs(s.bare), secs(s.selector), s.ratio, secs(s.ready), secs(s.revert), s.peakRSS)
+			s := l.summarize(r.bootstrapSeed())
+			fmt.Fprintf(&b, "| %s (qps %g, burst %d, %d workers) | %d | %s | %s | %s | %s | %s | %s | %.0f MiB |\n", l.Settings.Name, l.Settings.QPS, l.Settings.Burst,
+				l.Settings.Workers, len(l.Runs), secs(s.bare), secs(s.selector), versusCell(s.versus), versusVerdict(s.versus), secs(s.ready), secs(s.revert), s.peakRSS)
 		}
 	}
+	fmt.Fprintf(&b, "\nEach figure is the median of the size's runs. manager / bare: the median of the manager's injection times over the median of the bare client's, with a %.0f %% percentile bootstrap interval over the runs (%d resamples, seed %d); the verdict names a difference only where the interval excludes 1, and needs %d runs of each. Conditions: %s.\n",
+		100*method.Level, method.Resamples, r.bootstrapSeed(), method.MinRuns, r.conditions())
+	b.WriteString(r.runsMarkdown())
 	for _, l := range r.levelsOf(defaultSettings.Name) {
 		b.WriteString(l.Memory.Profile.markdown(l.N))
 	}
@@ -426,6 +473,80 @@ func phasePeaks(levels []level) string {
 		return ""
 	}
 	return b.String()
+}
+
+// largeOf is the size above which the results' sizes got fewer runs: the benchmark's -large.
+func largeOf(r *results) int {
+	if r.Settings.Large > 0 {
+		return r.Settings.Large
+	}
+	return 1000
+}
+
+// versusCell is the ratio of the manager's injection time to the bare client's, with its interval.
+func versusCell(c method.Comparison) string {
+	if c.Interval == nil {
+		return "–"
+	}
+	return c.String()
+}
+
+// versusVerdict says what the interval lets one say of the manager against the bare client.
+func versusVerdict(c method.Comparison) string {
+	switch c.Verdict {
+	case method.Higher:
+		return "manager slower"
+	case method.Lower:
+		return "manager faster"
+	case method.NoDifference:
+		return "no difference"
+	}
+	if c.Interval == nil && strings.Contains(c.Reason, method.ErrTooFewRuns.Error()) {
+		return "too few runs"
+	}
+	return c.Reason
+}
+
+// runsMarkdown tabulates every run of every size and setting, in the order run.
+func (r *results) runsMarkdown() string {
+	var b strings.Builder
+	rows := 0
+	b.WriteString("\n<details><summary>Every run</summary>\n\n| StatefulSets | manager settings | run | order | bare client | manager: injected | manager / bare | manager: Ready | revert: bare / manager | load average (1 min) at its start |\n|---:|---|---:|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, l := range r.Levels {
+		for i, run := range l.Runs {
+			order, load := "bare client first", "not recorded"
+			if len(run.Order) > 0 {
+				order = run.Order[0] + " first"
+			}
+			if run.Conditions != nil {
+				load = fmt.Sprintf("%.2f", run.Conditions.LoadAverage1m)
+			}
+			fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %s | %.2fx | %s | %s / %s | %s |\n", l.N, l.Settings.Name, i+1, order,
+				secs(run.Bare.Seconds), secs(run.Selector.Seconds), run.Selector.Seconds/run.Bare.Seconds, secs(run.Selector.ReadySeconds),
+				secs(run.BareRevert.Seconds), secs(run.Revert.Seconds), load)
+			rows++
+		}
+	}
+	if rows == 0 {
+		return ""
+	}
+	return b.String() + "\n</details>\n"
+}
+
+// conditions summarizes the conditions every run recorded.
+func (r *results) conditions() string {
+	var cs []method.Conditions
+	for _, l := range r.Levels {
+		for _, run := range l.Runs {
+			if run.Conditions != nil {
+				cs = append(cs, *run.Conditions)
+			}
+		}
+	}
+	if len(cs) == 0 {
+		return "not recorded per run (measured before the benchmark recorded them)"
+	}
+	return method.Summary(cs)
 }
 
 func secs(v float64) string {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/dbtune/scratch-operator/test/bench/method"
 	"github.com/dbtune/scratch-operator/test/localcluster"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
@@ -35,6 +37,8 @@ type env struct {
 	dir     string
 	// profiler watches the running manager for its peak.
 	profiler *peakProfiler
+	// order draws the order of the bare client and the manager in each run.
+	order *method.Order
 }
 
 func run(ctx context.Context, cfg config) (*results, error) {
@@ -147,7 +151,7 @@ func setUp(ctx context.Context, cfg config) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &env{binDir: binDir, dir: dir}
+	e := &env{binDir: binDir, dir: dir, order: method.NewOrder(cfg.seed)}
 	built := make(chan error, 1)
 	go func() {
 		var err error
@@ -257,7 +261,7 @@ func (e *env) stopManager() (memory, error) {
 // objects in the cluster.
 func (e *env) measureQuiet(ctx context.Context, n int, kcm string) (quietLevel, error) {
 	b := e.bench
-	q := quietLevel{N: n, ControllerManager: kcm}
+	q := quietLevel{N: n, ControllerManager: kcm, Conditions: recordConditions()}
 	logf("N=%d without background objects, kube-controller-manager %s", n, kcm)
 	if err := b.fleet.resize(ctx, n); err != nil {
 		return q, err
@@ -315,41 +319,29 @@ func (e *env) measureLevel(ctx context.Context, cfg config, n int, s managerSett
 	return l, err
 }
 
-// measureRun is one run: the bare client, then the manager (and, when full, the other phases).
+// The variants a fleet run compares, in an order drawn anew for each run.
+const (
+	variantBare    = "bare client"
+	variantManager = "manager"
+)
+
+// measureRun is one run: the bare client and the manager in the order drawn for the run (the
+// manager with the other phases when full); then, withMany, one ScratchVolume per StatefulSet.
 func (e *env) measureRun(ctx context.Context, cfg config, full, first, withMany bool) (runResult, error) {
-	b := e.bench
-	var r runResult
-	var err error
-	settle := func() error { _, err := b.waitSettled(ctx); return err }
-	if r.Bare, r.BareRevert, err = b.runBare(ctx, b.mgr.settings); err != nil {
-		return r, err
-	}
-	if err := settle(); err != nil {
-		return r, err
-	}
-	if r.Selector, err = b.runSelector(ctx); err != nil {
-		return r, err
-	}
-	if full && first {
-		steady, err := b.runSteady(ctx, cfg.steady)
-		if err != nil {
+	r := runResult{Order: method.Shuffled(e.order, []string{variantBare, variantManager}), Conditions: recordConditions()}
+	for _, v := range r.Order {
+		turn := e.bareTurn
+		if v == variantManager {
+			turn = func(ctx context.Context, r *runResult) error { return e.managerTurn(ctx, cfg, r, full && first) }
+		}
+		if err := turn(ctx, &r); err != nil {
 			return r, err
 		}
-		gitops, err := b.runGitOps(ctx, cfg.gitOpsSettle)
-		if err != nil {
-			return r, err
-		}
-		r.Steady, r.GitOps = &steady, &gitops
-	}
-	if r.Revert, err = b.runRevert(ctx); err != nil {
-		return r, err
-	}
-	if err := settle(); err != nil {
-		return r, err
 	}
 	if !withMany {
 		return r, nil
 	}
+	b := e.bench
 	many, err := b.runMany(ctx)
 	if err != nil {
 		return r, err
@@ -359,7 +351,52 @@ func (e *env) measureRun(ctx context.Context, cfg config, full, first, withMany 
 		return r, err
 	}
 	r.Many, r.ManyRevert = &many, &manyRevert
-	return r, settle()
+	_, err = b.waitSettled(ctx)
+	return r, err
+}
+
+// bareTurn sends the manager's writes with the bare client and reverts them, until the fleet is
+// settled again.
+func (e *env) bareTurn(ctx context.Context, r *runResult) error {
+	b := e.bench
+	var err error
+	if r.Bare, r.BareRevert, err = b.runBare(ctx, b.mgr.settings); err != nil {
+		return err
+	}
+	_, err = b.waitSettled(ctx)
+	return err
+}
+
+// managerTurn has the manager inject the fleet (then, withSteady, hold it through the steady state
+// and a GitOps re-apply) and revert it, until the fleet is settled again.
+func (e *env) managerTurn(ctx context.Context, cfg config, r *runResult, withSteady bool) error {
+	b := e.bench
+	var err error
+	if r.Selector, err = b.runSelector(ctx); err != nil {
+		return err
+	}
+	if withSteady {
+		steady, err := b.runSteady(ctx, cfg.steady)
+		if err != nil {
+			return err
+		}
+		gitops, err := b.runGitOps(ctx, cfg.gitOpsSettle)
+		if err != nil {
+			return err
+		}
+		r.Steady, r.GitOps = &steady, &gitops
+	}
+	if r.Revert, err = b.runRevert(ctx); err != nil {
+		return err
+	}
+	_, err = b.waitSettled(ctx)
+	return err
+}
+
+// recordConditions are the machine's conditions now, with the versions of what the benchmark runs.
+func recordConditions() *method.Conditions {
+	c := method.Record(map[string]string{"kubernetes": kubernetesVersions, "go": runtime.Version()})
+	return &c
 }
 
 // pacedSettings are the manager's defaults for rollouts: at most a quarter of a ScratchVolume's
@@ -395,7 +432,9 @@ func (e *env) measureRollouts(ctx context.Context, cfg config, runs int) ([]roll
 	for i := range runs {
 		for _, s := range rolloutSettings {
 			logf("rollout run %d of %d, manager %s (load %s)", i+1, runs, s.Name, loadAverage())
+			conditions := recordConditions()
 			r, err := e.measureRollout(ctx, cfg, s)
+			r.Conditions = conditions
 			r.PodsRunningSeconds = started.Seconds()
 			out = append(out, r)
 			if err != nil {
