@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/dbtune/scratch-operator/test/bench/chart"
@@ -40,18 +39,18 @@ var panels = []struct {
 	}},
 }
 
-// chart draws the median of each variant's runs as a bar, with the fastest and slowest run as a
-// whisker: with a handful of runs on a shared machine, the spread says as much as the median.
+// chart draws the median of each variant's runs as a bar and every run as a dot over it: with a
+// handful of runs on a shared machine, the spread says as much as the median.
 func (r *results) chart() *chart.Chart {
 	ch := &chart.Chart{
-		Title:        r.Machine.server() + ": tmpdir on tmpfs vs on disk",
-		Series:       r.order,
-		WhiskerLabel: fmt.Sprintf("min–max of %d runs", r.Settings.RunsPerMeasurement),
-		Machine:      fmt.Sprintf("%d CPUs, Linux %s, %s", r.Machine.CPUs, r.Machine.Kernel, r.Machine.server()),
+		Title:      r.Machine.server() + ": tmpdir on tmpfs vs on disk",
+		Series:     r.order,
+		PointLabel: "each run",
+		Machine:    fmt.Sprintf("%d CPUs, Linux %s, %s", r.Machine.CPUs, r.Machine.Kernel, r.Machine.server()),
 		// Generated is taken just before the first measured run.
 		Measured: r.Generated,
-		Notes: fmt.Sprintf("Bars: median of %d runs per variant, the variants alternating.%s%s",
-			r.Settings.RunsPerMeasurement, r.variantNote(), r.conditionsNote()),
+		Notes: fmt.Sprintf("Bars: median of %d runs per variant, dots: every run, the variants alternating %s.%s%s",
+			r.Settings.RunsPerMeasurement, r.orderText(), r.variantNote(), r.conditionsNote()),
 	}
 	for _, p := range panels {
 		if !r.hasRuns(p.measures[0].workload) {
@@ -98,7 +97,7 @@ func spread(runs []runResult, m measure) chart.Bar {
 	if len(xs) == 0 {
 		return chart.Bar{Value: math.NaN(), Label: "no runs"}
 	}
-	return chart.Bar{Value: median(xs), Low: slices.Min(xs), High: slices.Max(xs)}
+	return chart.Bar{Value: median(xs), Points: xs}
 }
 
 // conditionsNote states the pod's memory limit and data volume, for results that record them.
