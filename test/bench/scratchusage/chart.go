@@ -18,13 +18,13 @@ var chartSeries = []string{
 // statfs alone, the same per volume, and the heap the sampler holds.
 func costChart(r *Report) *chart.Chart {
 	ch := &chart.Chart{
-		Title:        "node agent: cost of sampling the RAM volumes of one node",
-		Series:       chartSeries,
-		Orientation:  chart.Vertical,
-		WhiskerLabel: fmt.Sprintf("min–max of %d runs", r.Settings.Runs),
-		Machine:      machineLine(r.Machine),
-		Measured:     r.GeneratedAt,
-		Notes: fmt.Sprintf("Medians of %d runs. CPU = process user+sys (getrusage) per round, one round per second by default. "+
+		Title:       "node agent: cost of sampling the RAM volumes of one node",
+		Series:      chartSeries,
+		Orientation: chart.Vertical,
+		PointLabel:  "each run",
+		Machine:     machineLine(r.Machine),
+		Measured:    r.GeneratedAt,
+		Notes: fmt.Sprintf("Bars: medians of %d runs, dots: every run. CPU = process user+sys (getrusage) per round, one round per second by default. "+
 			"Heap = live heap the sampler adds, after a warm-up that fills its 1 h peak window.", r.Settings.Runs),
 	}
 	perRound := chart.Panel{Title: "CPU per sampling round\n(lower is better)", ValueAxis: "CPU time per round (ms)"}
@@ -49,20 +49,29 @@ func costChart(r *Report) *chart.Chart {
 }
 
 // cpuBar is a series' median CPU per round in the given unit (1e3 for ms), divided by volumes,
-// with the fastest and slowest run as whisker.
+// with every run as a dot.
 func cpuBar(s *CostSeries, unit float64, volumes int) chart.Bar {
 	if s == nil {
 		return chart.Bar{Value: math.NaN()}
 	}
 	k := unit / float64(volumes)
-	return chart.Bar{Value: s.CPUSeconds.Median * k, Low: s.CPUSeconds.Min * k, High: s.CPUSeconds.Max * k}
+	return chart.Bar{Value: s.CPUSeconds.Median * k, Points: scaled(field(s.Runs, func(c Cost) float64 { return c.CPUSeconds }), k)}
 }
 
 func heapBar(h *HeapSeries) chart.Bar {
 	if h == nil {
 		return chart.Bar{Value: math.NaN()}
 	}
-	return chart.Bar{Value: h.Sampler.Median / 1024, Low: h.Sampler.Min / 1024, High: h.Sampler.Max / 1024}
+	return chart.Bar{Value: h.Sampler.Median / 1024, Points: scaled(h.SamplerBytes, 1.0/1024)}
+}
+
+// scaled is xs times k.
+func scaled(xs []float64, k float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = x * k
+	}
+	return out
 }
 
 func plural(n int) string {

@@ -11,6 +11,9 @@
 // start. Results go to results.json and results.png in -out, and a table to stdout. Run as root:
 //
 //	go run ./test/bench/scratchusage [-counts 1,10,100,300] [-runs 5] [-out bin/bench/scratchusage]
+//
+// With -replot FILE it measures nothing: it draws the chart of FILE beside it (or in -out) and
+// prints the Markdown that docs/benchmarks.md publishes of it.
 package main
 
 import (
@@ -66,6 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	size := fs.String("size", "16Mi", "size of each tmpfs volume (a Kubernetes quantity)")
 	fs.DurationVar(&c.measure, "measure", 100*time.Millisecond, "how long each figure is measured for in each run")
 	fs.StringVar(&c.out, "out", "", "output directory for results.json and results.png (default: bin/bench/scratchusage in the repository)")
+	fs.StringVar(&c.replot, "replot", "", "draw the chart of an existing results file (to a PNG of its name in -out, default beside it) and print its Markdown for docs/benchmarks.md, instead of measuring; needs no root")
 	fs.Int64Var(&c.seed, "seed", method.NewSeed(), "seed of each run's order of the volume counts and of the intervals (recorded in the results)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -76,6 +80,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	var err error
 	if c.counts, err = parseCounts(*counts); err != nil {
 		return nil, err
+	}
+	if c.replot != "" {
+		return c, nil
 	}
 	if c.runs < 3 {
 		return nil, fmt.Errorf("-runs must be at least 3 for a median to mean something, got %d", c.runs)
@@ -99,6 +106,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+	}
+	if cfg.replot != "" {
+		png, md, err := replot(cfg.replot, cfg.out)
+		if err != nil {
+			fmt.Fprintf(stderr, "scratchusage-bench: %v\n", err)
+			return 1
+		}
+		logf("wrote %s", png)
+		fmt.Fprint(stdout, md)
+		return 0
 	}
 	r, err := benchmarkOnHost(ctx, cfg, logf)
 	if err != nil {
