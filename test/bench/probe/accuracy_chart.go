@@ -18,8 +18,10 @@ func accuracyChart(r *Report) *chart.Chart {
 		Orientation: chart.Horizontal,
 		Machine:     machineLine(r.Machine),
 		Measured:    r.GeneratedAt,
-		Notes: fmt.Sprintf("Ratio = probe median / reference median, medians of %d alternating rounds (%d for short runs). "+
-			"Labels: ratio, verdict: probe median vs reference median.", r.Rounds, r.Rounds*shortRoundsFactor),
+		Notes: fmt.Sprintf("Bars: ratio = probe median / reference median, medians of %d alternating rounds (%d for short runs); dots: each round's probe run over its reference run; "+
+			"whiskers: the 95 %% bootstrap interval of the ratio over every round. Labels: ratio, verdict: probe median vs reference median.", r.Rounds, r.Rounds*shortRoundsFactor),
+		WhiskerLabel: "95 % interval of the ratio",
+		PointLabel:   "each round",
 	}
 	panel := map[Class]int{}
 	group := map[string]int{}
@@ -83,7 +85,14 @@ func ratioBar(c Comparison) chart.Bar {
 	}
 	label := fmt.Sprintf("%.3f %s: %s vs %s", *c.Ratio, verdict,
 		formatValue(value(c.OursMedian), c.Unit), formatValue(value(c.ReferenceMedian), c.Unit))
-	return chart.Bar{Value: *c.Ratio, Label: label, Highlight: c.Verdict == Fail}
+	b := chart.Bar{Value: *c.Ratio, Label: label, Highlight: c.Verdict == Fail}
+	if rounds := PairedRatios(c.OursSamples, c.ReferenceSamples); len(rounds) > 0 {
+		b.Points = rounds
+	}
+	if iv := c.Interval; iv != nil {
+		b.Low, b.High = iv.Low, iv.High
+	}
+	return b
 }
 
 // machineLine is the machine as the chart's caption gives it.

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dbtune/scratch-operator/test/bench/chart"
+	"github.com/dbtune/scratch-operator/test/bench/method"
 )
 
 func ptr(x float64) *float64 { return &x }
@@ -27,6 +28,46 @@ func chartComparisons() []Comparison {
 			ReferenceTool: "fio", Verdict: NotMeasured},
 		{Target: "disk", Series: "device-read/hdparm", Metric: mDevice, MetricLabel: "device read", Unit: unitBytes, Class: Throughput, Tolerance: 0.1,
 			ReferenceTool: "hdparm", OursMedian: ptr(744 << 20), ReferenceMedian: ptr(749 << 20), Ratio: ptr(0.993), Verdict: Pass},
+	}
+}
+
+// Every round is drawn as its own ratio beside the ratio of the medians, with the interval.
+func TestAccuracyChartDrawsEveryRound(t *testing.T) {
+	ours, ref := []float64{100, 104, 96}, []float64{100, 100, 120}
+	c := Comparison{Target: "disk", Series: "s", Metric: mSeqBuffered, MetricLabel: "buffered write", Unit: unitBytes, Class: Throughput,
+		Tolerance: 0.1, ReferenceTool: "fio", OursSamples: ours, ReferenceSamples: ref, OursMedian: ptr(100), ReferenceMedian: ptr(100),
+		Ratio: ptr(1), Verdict: Pass, Interval: &method.Interval{Ratio: 1, Low: 0.8, High: 1.04}}
+	b := accuracyChart(&Report{Rounds: 3, Comparisons: []Comparison{c}}).Panels[0].Groups[0].Bars[0]
+	if diff := cmp.Diff([]float64{1, 1.04, 0.8}, b.Points, cmp.Comparer(sameFloat)); diff != "" {
+		t.Errorf("points (-want +got):\n%s", diff)
+	}
+	if b.Low != 0.8 || b.High != 1.04 {
+		t.Errorf("whisker %v–%v, want the interval 0.8–1.04", b.Low, b.High)
+	}
+}
+
+// A replot draws the chart of a published results file beside it, under its name, and writes
+// nothing else.
+func TestReplotNamesTheChartAfterItsInput(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "probe-accuracy.json")
+	if err := writeJSON(path, &Report{Rounds: 3, Comparisons: chartComparisons()}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	if _, err := replot(&config{replot: path}, t.Logf); err != nil {
+		t.Fatalf("replot: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if diff := cmp.Diff([]string{"probe-accuracy.json", "probe-accuracy.png"}, names); diff != "" {
+		t.Errorf("files after the replot (-want +got):\n%s", diff)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Error("the replot rewrote its input")
 	}
 }
 

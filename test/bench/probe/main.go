@@ -79,7 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return err
 	})
 	fs.BoolVar(&c.raiseOrder, "raise-reporting-order", true, "as root on a machine with free page reporting, raise page_reporting_order to the largest order while the benchmark runs (restored at the end)")
-	fs.StringVar(&c.replot, "replot", "", "draw the chart and print the table of an existing results.json instead of measuring")
+	fs.StringVar(&c.replot, "replot", "", "draw the chart (to a PNG of the file's name in --out, default beside it) and print the table of an existing results file instead of measuring")
 	fs.Int64Var(&c.seed, "seed", method.NewSeed(), "seed of each round's order of the probe and the references, and of the intervals (recorded in the results)")
 	fs.BoolVar(&c.strict, "strict", false, "exit with status 1 when a comparison is outside its tolerance")
 	if err := fs.Parse(args); err != nil {
@@ -207,7 +207,8 @@ func benchmark(ctx context.Context, cfg *config, cl *Cleanups, logf func(string,
 	return r, writeOutputs(cfg.out, r, logf)
 }
 
-// replot reads a results.json and writes its chart (and the JSON, unchanged in content) to --out.
+// replot reads a results file and draws its chart to a PNG of the same name in --out (default:
+// beside it), leaving the JSON as it is.
 func replot(cfg *config, logf func(string, ...any)) (*Report, error) {
 	b, err := os.ReadFile(cfg.replot)
 	if err != nil {
@@ -217,13 +218,21 @@ func replot(cfg *config, logf func(string, ...any)) (*Report, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("failed to parse %s: %w", cfg.replot, err)
 	}
+	// Results from before the intervals were recorded get theirs drawn from their rounds now.
+	for i, c := range r.Comparisons {
+		if c.Interval == nil && c.Difference == "" {
+			diff := method.Compare(c.OursSamples, c.ReferenceSamples, method.BootstrapSeed)
+			r.Comparisons[i].Interval, r.Comparisons[i].Difference, r.Comparisons[i].DifferenceReason = diff.Interval, diff.Verdict, diff.Reason
+		}
+	}
 	if cfg.out == "" {
 		cfg.out = filepath.Dir(cfg.replot)
 	}
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
 		return nil, err
 	}
-	return &r, writeOutputs(cfg.out, &r, logf)
+	pngPath := filepath.Join(cfg.out, strings.TrimSuffix(filepath.Base(cfg.replot), filepath.Ext(cfg.replot))+".png")
+	return &r, writeChart(pngPath, &r, logf)
 }
 
 func prepareTargets(cfg *config, root string, cl *Cleanups) (tmpfs, disk *Target, err error) {
@@ -266,13 +275,19 @@ func measureCost(ctx context.Context, cfg *config, root string, r *Report, targe
 }
 
 func writeOutputs(out string, r *Report, logf func(string, ...any)) error {
-	jsonPath, pngPath := filepath.Join(out, "results.json"), filepath.Join(out, "results.png")
+	jsonPath := filepath.Join(out, "results.json")
 	if err := writeJSON(jsonPath, r); err != nil {
 		return err
 	}
+	logf("wrote %s", jsonPath)
+	return writeChart(filepath.Join(out, "results.png"), r, logf)
+}
+
+// writeChart draws the results' chart to pngPath; results without comparisons have none.
+func writeChart(pngPath string, r *Report, logf func(string, ...any)) error {
 	ch := accuracyChart(r)
 	if len(ch.Panels) == 0 {
-		logf("wrote %s; no comparisons, so no chart", jsonPath)
+		logf("no comparisons, so no chart")
 		return nil
 	}
 	var png bytes.Buffer
@@ -282,7 +297,7 @@ func writeOutputs(out string, r *Report, logf func(string, ...any)) error {
 	if err := os.WriteFile(pngPath, png.Bytes(), 0o644); err != nil {
 		return err
 	}
-	logf("wrote %s and %s", jsonPath, pngPath)
+	logf("wrote %s", pngPath)
 	return nil
 }
 
