@@ -238,10 +238,15 @@ type ProbeTargetResult struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Speedup holds tmpfs-over-disk ratios as decimal strings with two decimals ("9.40"): how many
-// times faster the tmpfs target was. A ratio is empty when either side is missing.
-type Speedup struct {
-	// TmpfsTarget and DiskTarget name the two results compared.
+// TmpfsDiskComparison sets the tmpfs target beside the disk target in what temporary files do on
+// both. Each ratio is the tmpfs figure divided by the disk's, as a decimal string with two decimals
+// ("9.40"), and is empty when either side is missing.
+//
+// There is no fdatasync ratio: fdatasync on tmpfs is a no-op that returns at once, so there is
+// nothing to compare. The disk's fdatasync latency stands on its own in the disk target's
+// fdatasync.p50Microseconds and p99Microseconds (the Disk-Fdatasync printer columns).
+type TmpfsDiskComparison struct {
+	// TmpfsTarget names the tmpfs result compared.
 	//
 	// +optional
 	TmpfsTarget string `json:"tmpfsTarget,omitempty"`
@@ -251,22 +256,71 @@ type Speedup struct {
 	// +optional
 	DiskTarget string `json:"diskTarget,omitempty"`
 
-	// SequentialWrite compares FdatasyncBytesPerSecond of the sequential write.
+	// BufferedWriteRatio compares the sequential write's bufferedBytesPerSecond: no fdatasync on
+	// either side, which is how temporary files are written (sort files and temporary tables are
+	// deleted, never synced). The disk's synced rate is in its sequentialWrite.fdatasyncBytesPerSecond.
+	//
+	// +optional
+	BufferedWriteRatio string `json:"bufferedWriteRatio,omitempty"`
+
+	// ColdReadRatio compares the sequential read after eviction from the page cache. tmpfs cannot
+	// evict its pages, so its side is a memory read.
+	//
+	// +optional
+	ColdReadRatio string `json:"coldReadRatio,omitempty"`
+
+	// SmallFileCreateRatio compares the create+write+close rates of the smallest file size both
+	// targets measured.
+	//
+	// +optional
+	SmallFileCreateRatio string `json:"smallFileCreateRatio,omitempty"`
+
+	// SmallFileSizeBytes is the file size SmallFileCreateRatio compares.
+	//
+	// +optional
+	SmallFileSizeBytes int64 `json:"smallFileSizeBytes,omitempty"`
+}
+
+// Speedup is the former tmpfs-versus-disk comparison, the type of the deprecated status.speedup,
+// kept so that stored objects and clients that read it keep working. This release still sets
+// coldRead and smallFiles, the same figures as comparison.coldReadRatio and
+// comparison.smallFileCreateRatio; it no longer sets sequentialWrite and fdatasync, which compared
+// with tmpfs's no-op fdatasync. The next release stops setting it.
+type Speedup struct {
+	// TmpfsTarget names the tmpfs result compared.
+	//
+	// +optional
+	TmpfsTarget string `json:"tmpfsTarget,omitempty"`
+
+	// DiskTarget names the disk result compared.
+	//
+	// +optional
+	DiskTarget string `json:"diskTarget,omitempty"`
+
+	// SequentialWrite compared the fdatasync'd sequential write rates.
+	//
+	// Deprecated: no longer set. On tmpfs the final fdatasync is a no-op, and temporary files are
+	// never synced; see comparison.bufferedWriteRatio.
 	//
 	// +optional
 	SequentialWrite string `json:"sequentialWrite,omitempty"`
 
-	// ColdRead compares the cold sequential read.
+	// ColdRead compares the cold sequential read, as comparison.coldReadRatio does.
 	//
 	// +optional
 	ColdRead string `json:"coldRead,omitempty"`
 
-	// SmallFiles compares create rates of the smallest file size.
+	// SmallFiles compares create rates of the smallest file size, as
+	// comparison.smallFileCreateRatio does.
 	//
 	// +optional
 	SmallFiles string `json:"smallFiles,omitempty"`
 
-	// Fdatasync compares p99 fdatasync latency (disk p99 / tmpfs p99).
+	// Fdatasync was the disk's p99 fdatasync latency divided by the tmpfs one. tmpfs's is a no-op
+	// reported as 1 µs, so the figure was the disk's p99 in microseconds, not a ratio.
+	//
+	// Deprecated: no longer set; read the disk target's fdatasync.p50Microseconds and
+	// p99Microseconds.
 	//
 	// +optional
 	Fdatasync string `json:"fdatasync,omitempty"`
@@ -363,7 +417,17 @@ type NodeIOProfileStatus struct {
 	// +listMapKey=name
 	Targets []ProbeTargetResult `json:"targets,omitempty"`
 
-	// Speedup compares the tmpfs target with the disk target.
+	// Comparison sets the tmpfs target beside the disk target when the node has exactly one of
+	// each.
+	//
+	// +optional
+	Comparison *TmpfsDiskComparison `json:"comparison,omitempty"`
+
+	// Speedup is the former comparison.
+	//
+	// Deprecated: use Comparison. This release still sets coldRead and smallFiles (not
+	// sequentialWrite and fdatasync, which compared with tmpfs's no-op fdatasync); the next stops
+	// setting it.
 	//
 	// +optional
 	Speedup *Speedup `json:"speedup,omitempty"`
@@ -451,10 +515,11 @@ type ScratchVolumeUsage struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=niop;ioprofile,categories=dbtune
-// +kubebuilder:printcolumn:name="Write-Speedup",type=string,JSONPath=`.status.speedup.sequentialWrite`,description="tmpfs/disk sequential write (with fdatasync)"
-// +kubebuilder:printcolumn:name="Read-Speedup",type=string,JSONPath=`.status.speedup.coldRead`,description="tmpfs/disk cold sequential read"
-// +kubebuilder:printcolumn:name="Small-Files-Speedup",type=string,JSONPath=`.status.speedup.smallFiles`,description="tmpfs/disk small-file create rate"
-// +kubebuilder:printcolumn:name="Fsync-Speedup",type=string,JSONPath=`.status.speedup.fdatasync`,description="disk/tmpfs fdatasync p99"
+// +kubebuilder:printcolumn:name="Write-Tmpfs/Disk",type=string,JSONPath=`.status.comparison.bufferedWriteRatio`,description="tmpfs/disk sequential write rate without fdatasync, as temporary files are written"
+// +kubebuilder:printcolumn:name="Small-Files-Tmpfs/Disk",type=string,JSONPath=`.status.comparison.smallFileCreateRatio`,description="tmpfs/disk small-file create rate"
+// +kubebuilder:printcolumn:name="Read-Tmpfs/Disk",type=string,JSONPath=`.status.comparison.coldReadRatio`,description="tmpfs/disk sequential read after eviction (tmpfs cannot evict: a memory read)",priority=1
+// +kubebuilder:printcolumn:name="Disk-Fdatasync-P50-us",type=integer,JSONPath=`.status.targets[?(@.kind=="Disk")].fdatasync.p50Microseconds`,description="the disk's median fdatasync latency in microseconds (on tmpfs fdatasync is a no-op: nothing to compare)"
+// +kubebuilder:printcolumn:name="Disk-Fdatasync-P99-us",type=integer,JSONPath=`.status.targets[?(@.kind=="Disk")].fdatasync.p99Microseconds`,description="the disk's 99th-percentile fdatasync latency in microseconds (etcd wants under 10000)"
 // +kubebuilder:printcolumn:name="Probed",type=string,JSONPath=`.status.conditions[?(@.type=="Probed")].status`
 // +kubebuilder:printcolumn:name="Read-Ahead",type=string,JSONPath=`.status.conditions[?(@.type=="ReadAheadApplied")].status`
 // +kubebuilder:printcolumn:name="Kernel",type=string,JSONPath=`.status.kernel`,priority=1

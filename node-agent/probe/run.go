@@ -43,7 +43,7 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Result, error) {
 	}
 	res.FinishTime = time.Now()
 	res.DurationMilliseconds = res.FinishTime.Sub(res.StartTime).Milliseconds()
-	res.Speedup = ComputeSpeedup(res.Targets)
+	res.Comparison = ComputeComparison(res.Targets)
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("the probe run stopped early: %w", context.Cause(ctx))
 	}

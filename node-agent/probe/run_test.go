@@ -36,8 +36,8 @@ func TestRunOnTmpfs(t *testing.T) {
 	}
 	assertChurn(t, tr, o)
 	assertFsync(t, tr, o)
-	if res.Kernel == "" || res.Speedup != nil || res.DurationMilliseconds < 0 {
-		t.Errorf("run summary: kernel %q, speedup %+v, duration %d ms", res.Kernel, res.Speedup, res.DurationMilliseconds)
+	if res.Kernel == "" || res.Comparison != nil || res.DurationMilliseconds < 0 {
+		t.Errorf("run summary: kernel %q, comparison %+v, duration %d ms", res.Kernel, res.Comparison, res.DurationMilliseconds)
 	}
 }
 
@@ -89,9 +89,10 @@ func TestRunOnDiskAndTmpfs(t *testing.T) {
 	if d.DirectWrite == nil || (d.DirectWrite.Unsupported == "" && d.DirectWrite.BytesPerSecond <= 0) {
 		t.Errorf("disk O_DIRECT write = %+v", d.DirectWrite)
 	}
-	s := res.Speedup
-	if s == nil || s.TmpfsTarget != "ram" || s.DiskTarget != "disk" || s.SequentialWrite == "" || s.SmallFiles == "" || s.Fdatasync == "" {
-		t.Errorf("speedup = %+v", s)
+	c := res.Comparison
+	if c == nil || c.TmpfsTarget != "ram" || c.DiskTarget != "disk" || c.BufferedWriteRatio == "" || c.SmallFileCreateRatio == "" ||
+		c.SmallFileSizeBytes != o.Churn[0].FileBytes {
+		t.Errorf("comparison = %+v", c)
 	}
 }
 

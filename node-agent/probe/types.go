@@ -38,8 +38,8 @@ type Result struct {
 	DurationMilliseconds int64 `json:"durationMilliseconds"`
 	// Targets holds one result per target, in the order given.
 	Targets []TargetResult `json:"targets"`
-	// Speedup compares the tmpfs target with the disk target when there is exactly one of each.
-	Speedup *Speedup `json:"speedup,omitempty"`
+	// Comparison sets the tmpfs target beside the disk target when there is exactly one of each.
+	Comparison *Comparison `json:"comparison,omitempty"`
 }
 
 // TargetResult holds every measurement for one directory.
@@ -154,19 +154,22 @@ type HistogramBucket struct {
 	Count int64 `json:"count"`
 }
 
-// Speedup holds tmpfs-over-disk ratios as decimal strings with two decimals ("9.40"): how many
-// times faster the tmpfs target was. A ratio is empty when either side is missing or zero.
-type Speedup struct {
+// Comparison sets a tmpfs target beside a disk target in what temporary files do on both. Ratios
+// are the tmpfs figure divided by the disk's, as decimal strings with two decimals ("9.40"); a ratio
+// is empty when either side is missing or zero. There is no fdatasync ratio: fdatasync on tmpfs is
+// a no-op, so the disk's latency stands on its own (TargetResult.Fdatasync).
+type Comparison struct {
 	// TmpfsTarget names the tmpfs result compared.
 	TmpfsTarget string `json:"tmpfsTarget,omitempty"`
 	// DiskTarget names the disk result compared.
 	DiskTarget string `json:"diskTarget,omitempty"`
-	// SequentialWrite compares FdatasyncBytesPerSecond of the sequential write.
-	SequentialWrite string `json:"sequentialWrite,omitempty"`
-	// ColdRead compares the cold sequential read.
-	ColdRead string `json:"coldRead,omitempty"`
-	// SmallFiles compares create rates of the smallest file size both targets measured.
-	SmallFiles string `json:"smallFiles,omitempty"`
-	// Fdatasync compares p99 fdatasync latency (disk p99 / tmpfs p99).
-	Fdatasync string `json:"fdatasync,omitempty"`
+	// BufferedWriteRatio compares the sequential write's BufferedBytesPerSecond: no fdatasync on
+	// either side, as temporary files are written.
+	BufferedWriteRatio string `json:"bufferedWriteRatio,omitempty"`
+	// ColdReadRatio compares the cold sequential read (on tmpfs a memory read: it cannot evict).
+	ColdReadRatio string `json:"coldReadRatio,omitempty"`
+	// SmallFileCreateRatio compares create rates of the smallest file size both targets measured.
+	SmallFileCreateRatio string `json:"smallFileCreateRatio,omitempty"`
+	// SmallFileSizeBytes is the file size SmallFileCreateRatio compares.
+	SmallFileSizeBytes int64 `json:"smallFileSizeBytes,omitempty"`
 }

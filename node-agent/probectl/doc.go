@@ -29,8 +29,8 @@
 // # Status
 //
 // The agent server-side applies, under the dbtune-node-agent field manager, only its part of the
-// status: targets, speedup, kernel, lastRunTime, lastRunDurationMilliseconds and the Probed and
-// Degraded conditions. The readAhead list and the ReadAheadApplied condition belong to the
+// status: targets, comparison, the deprecated speedup (coldRead and smallFiles only), kernel,
+// lastRunTime, lastRunDurationMilliseconds and the Probed and Degraded conditions. The readAhead list and the ReadAheadApplied condition belong to the
 // read-ahead side, which must apply them under a field manager of its own. A failed write is kept
 // in memory and retried with backoff, so a run measured while the API server is away is written
 // when it comes back; the agent keeps running meanwhile.
@@ -46,7 +46,9 @@
 //	dbtune_node_probe_device_read_bytes_per_second{target,device}       raw device read (hdparm -t)
 //	dbtune_node_probe_file_churn_files_per_second{target,device,size,op="create|read_unlink"}
 //	dbtune_node_probe_fdatasync_duration_seconds{target,device}         histogram, etcd's buckets
-//	dbtune_node_probe_tmpfs_speedup_ratio{workload="sequential_write|cold_read|small_files|fdatasync"}
+//	dbtune_node_probe_fdatasync_last_run_seconds{target,device,percentile="50|99"}
+//	dbtune_node_probe_tmpfs_to_disk_ratio{workload="buffered_write|cold_read|small_file_create"}
+//	dbtune_node_probe_tmpfs_speedup_ratio{workload="cold_read|small_files"}   deprecated
 //	dbtune_node_probe_target_info{target,path,kind,device,fstype,scheduler,rotational}
 //	dbtune_node_probe_last_run_timestamp_seconds
 //	dbtune_node_probe_last_success_timestamp_seconds
@@ -60,6 +62,9 @@
 //	histogram_quantile(0.99, rate(dbtune_node_probe_fdatasync_duration_seconds_bucket[12h])) > 0.5
 //
 // Its _sum is NaN: the probe keeps bucket counts and percentiles, not the total of the latencies.
+// fdatasync_last_run_seconds holds the last run's percentiles as the status reports them. Nothing
+// divides a disk's fdatasync by a tmpfs one: on tmpfs fdatasync is a no-op, so such a ratio would
+// be the disk's latency in microseconds under another name.
 // The gauges hold the figures of the last run that measured something; a run that measured
 // nothing leaves them, and dbtune_node_probe_last_success_timestamp_seconds tells how old they are.
 package probectl

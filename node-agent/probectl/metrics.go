@@ -34,8 +34,14 @@ var (
 	descFsync = prometheus.NewDesc("dbtune_node_probe_fdatasync_duration_seconds",
 		"Latency of fdatasync after a small write, with etcd's wal_fsync buckets, summed over the runs since the agent started. The sum is not measured and is NaN.",
 		[]string{"target", "device"}, nil)
+	descFsyncLastRun = prometheus.NewDesc("dbtune_node_probe_fdatasync_last_run_seconds",
+		"fdatasync latency after a small write in the last run, at the 50th and 99th percentile. On tmpfs fdatasync is a no-op: the disk's figure is the one that tells a cost.",
+		[]string{"target", "device", "percentile"}, nil)
+	descRatio = prometheus.NewDesc("dbtune_node_probe_tmpfs_to_disk_ratio",
+		"The tmpfs target's figure divided by the disk target's in the last run: buffered_write (sequential write without fdatasync, as temporary files are written), cold_read, small_file_create. fdatasync has no ratio: on tmpfs it is a no-op.",
+		[]string{"workload"}, nil)
 	descSpeedup = prometheus.NewDesc("dbtune_node_probe_tmpfs_speedup_ratio",
-		"How many times faster the tmpfs target was than the disk target in the last run.",
+		"Deprecated, removed in the next release: use dbtune_node_probe_tmpfs_to_disk_ratio. Still published for cold_read and small_files; sequential_write and fdatasync, which compared with tmpfs's no-op fdatasync, are gone.",
 		[]string{"workload"}, nil)
 	descInfo = prometheus.NewDesc("dbtune_node_probe_target_info",
 		"What each target of the last run was on; always 1.",
@@ -86,8 +92,8 @@ func newProbeCollector() *probeCollector {
 
 // Describe sends every descriptor the collector can produce.
 func (c *probeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descWrite, descRead, descDeviceRead, descChurn, descFsync, descSpeedup,
-		descInfo, descLastRun, descLastSuccess, descDuration, descRuns} {
+	for _, d := range []*prometheus.Desc{descWrite, descRead, descDeviceRead, descChurn, descFsync, descFsyncLastRun, descRatio,
+		descSpeedup, descInfo, descLastRun, descLastSuccess, descDuration, descRuns} {
 		ch <- d
 	}
 }
@@ -195,15 +201,31 @@ func gauges(res *probe.Result) []prometheus.Metric {
 			add(descChurn, float64(ch.CreateFilesPerSecond), t.Name, dev, size, "create")
 			add(descChurn, float64(ch.ReadUnlinkFilesPerSecond), t.Name, dev, size, "read_unlink")
 		}
-	}
-	if s := res.Speedup; s != nil {
-		for workload, ratio := range map[string]string{"sequential_write": s.SequentialWrite, "cold_read": s.ColdRead,
-			"small_files": s.SmallFiles, "fdatasync": s.Fdatasync} {
-			if f, err := strconv.ParseFloat(ratio, 64); err == nil {
-				add(descSpeedup, f, workload)
-			}
+		if f := t.Fdatasync; f != nil && f.Samples > 0 {
+			add(descFsyncLastRun, float64(f.P50Microseconds)/1e6, t.Name, dev, "50")
+			add(descFsyncLastRun, float64(f.P99Microseconds)/1e6, t.Name, dev, "99")
 		}
 	}
+	if c := res.Comparison; c != nil {
+		ms = append(ms, ratios(c)...)
+	}
+	return ms
+}
+
+// ratios publishes the tmpfs/disk comparison, and the figures of the deprecated speedup metric
+// that are still published for one release.
+func ratios(c *probe.Comparison) []prometheus.Metric {
+	var ms []prometheus.Metric
+	add := func(d *prometheus.Desc, ratio, workload string) {
+		if f, err := strconv.ParseFloat(ratio, 64); err == nil {
+			ms = append(ms, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, f, workload))
+		}
+	}
+	add(descRatio, c.BufferedWriteRatio, "buffered_write")
+	add(descRatio, c.ColdReadRatio, "cold_read")
+	add(descRatio, c.SmallFileCreateRatio, "small_file_create")
+	add(descSpeedup, c.ColdReadRatio, "cold_read")
+	add(descSpeedup, c.SmallFileCreateRatio, "small_files")
 	return ms
 }
 

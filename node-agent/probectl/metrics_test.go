@@ -3,10 +3,12 @@ package probectl
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -85,7 +87,14 @@ func TestMetricsPublishTheLastRun(t *testing.T) {
 		{"dbtune_node_probe_read_bytes_per_second", map[string]string{"target": "disk", "device": "vda"}, 5e8},
 		{"dbtune_node_probe_device_read_bytes_per_second", map[string]string{"target": "disk", "device": "vda"}, 4e8},
 		{"dbtune_node_probe_file_churn_files_per_second", map[string]string{"target": "disk", "size": "5000", "op": "read_unlink"}, 30000},
-		{"dbtune_node_probe_tmpfs_speedup_ratio", map[string]string{"workload": "sequential_write"}, 9.67},
+		// tmpfs 3e9 B/s buffered against the disk's 1e9: the synced rates (2.9e9, 3e8) are not compared.
+		{"dbtune_node_probe_tmpfs_to_disk_ratio", map[string]string{"workload": "buffered_write"}, 3},
+		{"dbtune_node_probe_tmpfs_to_disk_ratio", map[string]string{"workload": "cold_read"}, 12},
+		{"dbtune_node_probe_tmpfs_to_disk_ratio", map[string]string{"workload": "small_file_create"}, 10},
+		{"dbtune_node_probe_fdatasync_last_run_seconds", map[string]string{"target": "disk", "device": "vda", "percentile": "50"}, 0.0009},
+		{"dbtune_node_probe_fdatasync_last_run_seconds", map[string]string{"target": "disk", "device": "vda", "percentile": "99"}, 0.003},
+		{"dbtune_node_probe_tmpfs_speedup_ratio", map[string]string{"workload": "cold_read"}, 12},
+		{"dbtune_node_probe_tmpfs_speedup_ratio", map[string]string{"workload": "small_files"}, 10},
 		{"dbtune_node_probe_target_info", map[string]string{"target": "disk", "device": "vda", "fstype": "ext4", "rotational": "false"}, 1},
 		{"dbtune_node_probe_last_run_duration_seconds", nil, 1.9},
 	} {
@@ -96,6 +105,7 @@ func TestMetricsPublishTheLastRun(t *testing.T) {
 	if find(mfs, "dbtune_node_probe_write_bytes_per_second", map[string]string{"target": "tmpfs", "mode": "direct"}) != nil {
 		t.Error("an unsupported O_DIRECT write must publish no figure")
 	}
+	assertNoRatioAgainstNoOp(t, mfs)
 	if got, want := gaugeValue(t, mfs, "dbtune_node_probe_last_run_timestamp_seconds", nil), unixSeconds(t1.Add(1)); got != want {
 		t.Errorf("last run = %f, want the failed run's %f", got, want)
 	}
@@ -108,6 +118,44 @@ func TestMetricsPublishTheLastRun(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]float64{"success": 2, "partial": 0, "failed": 1}, runs); diff != "" {
 		t.Errorf("runs_total (-want +got):\n%s", diff)
+	}
+}
+
+// assertNoRatioAgainstNoOp fails on any ratio series that divides by tmpfs's no-op fdatasync: the
+// former speedup's fdatasync and sequential_write (the synced write), or any such workload.
+func assertNoRatioAgainstNoOp(t *testing.T, mfs map[string]*dto.MetricFamily) {
+	t.Helper()
+	for name, mf := range mfs {
+		if !strings.HasSuffix(name, "_ratio") {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v := l.GetValue(); strings.Contains(v, "sync") || v == "sequential_write" {
+					t.Errorf("%s{%s=%q}: a ratio against tmpfs's no-op fdatasync", name, l.GetName(), v)
+				}
+			}
+		}
+	}
+}
+
+// TestMetricsPassLint: the families follow Prometheus' naming rules (promlint, as promtool check
+// metrics applies them), the new percentile gauge included.
+func TestMetricsPassLint(t *testing.T) {
+	c := newProbeCollector()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	c.observe(runOutcome{Result: run(tmpfsResult(), diskResult())}, t1)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
 }
 

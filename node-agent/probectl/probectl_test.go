@@ -2,8 +2,11 @@ package probectl_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sys/unix"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -57,6 +61,56 @@ func assertMeasured(t *testing.T, p *v1alpha1.NodeIOProfile, names ...string) {
 	}
 }
 
+// assertPrinterColumns reads the profile as kubectl get does, as a Table the API server renders
+// from the CRD's printer columns: the comparison's ratios and the disk's own fdatasync latency,
+// and no column that divides by tmpfs's no-op fdatasync.
+func assertPrinterColumns(t *testing.T, e *testenv.Env, p *v1alpha1.NodeIOProfile) {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.JoinPath(e.Config.Host, "apis", v1alpha1.GroupVersion.Group, v1alpha1.GroupVersion.Version, "nodeioprofiles", p.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("failed to get NodeIOProfile %s as a Table: %v", p.Name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("NodeIOProfile %s as a Table: %s %v: %s", p.Name, resp.Status, err, body)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(body, &table); err != nil || len(table.Rows) != 1 {
+		t.Fatalf("NodeIOProfile %s as a Table: %v, %d rows in %s", p.Name, err, len(table.Rows), body)
+	}
+	got := map[string]any{}
+	for i, col := range table.ColumnDefinitions {
+		if strings.Contains(strings.ToLower(col.Name+col.Description), "speedup") {
+			t.Errorf("column %s (%s) still calls a ratio a speedup", col.Name, col.Description)
+		}
+		got[col.Name] = table.Rows[0].Cells[i]
+	}
+	c, disk := p.Status.Comparison, p.Status.Targets[1].Fdatasync
+	want := map[string]any{
+		"Write-Tmpfs/Disk": c.BufferedWriteRatio, "Small-Files-Tmpfs/Disk": c.SmallFileCreateRatio, "Read-Tmpfs/Disk": c.ColdReadRatio,
+		"Disk-Fdatasync-P50-us": float64(disk.P50Microseconds), "Disk-Fdatasync-P99-us": float64(disk.P99Microseconds),
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("column %s = %v, want %v", name, got[name], w)
+		}
+	}
+}
+
 func metricFamilies(t *testing.T, a *runningAgent) map[string]*dto.MetricFamily {
 	t.Helper()
 	mfs, err := a.registry.Gather()
@@ -70,6 +124,7 @@ func metricFamilies(t *testing.T, a *runningAgent) map[string]*dto.MetricFamily 
 	return out
 }
 
+//nolint:staticcheck // the deprecated speedup is still published for one release
 func TestCreatesProfileForTmpfsAndDisk(t *testing.T) {
 	e := testenv.Require(t, env)
 	tmpfs, disk := mountTmpfs(t, "32m", 0), diskDir(t)
@@ -86,9 +141,13 @@ func TestCreatesProfileForTmpfsAndDisk(t *testing.T) {
 	if k := p.Status.Targets[0].Kind; k != v1alpha1.TargetTmpfs || p.Status.Targets[0].Provenance.FilesystemType != "tmpfs" {
 		t.Errorf("tmpfs target: kind %s, provenance %+v", k, p.Status.Targets[0].Provenance)
 	}
-	if s := p.Status.Speedup; s == nil || s.TmpfsTarget != "tmpfs" || s.DiskTarget != "disk" || s.SequentialWrite == "" {
-		t.Errorf("speedup = %+v, want tmpfs/disk ratios", s)
+	if c := p.Status.Comparison; c == nil || c.TmpfsTarget != "tmpfs" || c.DiskTarget != "disk" || c.BufferedWriteRatio == "" || c.SmallFileCreateRatio == "" {
+		t.Errorf("comparison = %+v, want tmpfs/disk ratios", c)
 	}
+	if s := p.Status.Speedup; s == nil || s.SmallFiles == "" || s.SequentialWrite != "" || s.Fdatasync != "" {
+		t.Errorf("deprecated speedup = %+v, want smallFiles and neither sequentialWrite nor fdatasync", s)
+	}
+	assertPrinterColumns(t, e, p)
 	assertEmpty(t, tmpfs)
 	assertEmpty(t, disk)
 
@@ -101,7 +160,9 @@ func TestCreatesProfileForTmpfsAndDisk(t *testing.T) {
 	}
 }
 
-// TestCreatesProfileOnDisk is the unprivileged variant: no tmpfs mount, so no speedup.
+// TestCreatesProfileOnDisk is the unprivileged variant: no tmpfs mount, so no comparison.
+//
+//nolint:staticcheck // the deprecated speedup is still published for one release
 func TestCreatesProfileOnDisk(t *testing.T) {
 	e := testenv.Require(t, env)
 	disk := diskDir(t)
@@ -112,8 +173,8 @@ func TestCreatesProfileOnDisk(t *testing.T) {
 	p := waitForCondition(t, e, node.Name, v1alpha1.ConditionProbed, metav1.ConditionTrue, v1alpha1.ReasonProbed)
 	assertOwnedByNode(t, p, string(node.UID), node.Name)
 	assertMeasured(t, p, "disk")
-	if p.Status.Speedup != nil {
-		t.Errorf("speedup %+v without a tmpfs target", p.Status.Speedup)
+	if p.Status.Comparison != nil || p.Status.Speedup != nil {
+		t.Errorf("comparison %+v, speedup %+v without a tmpfs target", p.Status.Comparison, p.Status.Speedup)
 	}
 	assertEmpty(t, disk)
 	lease := &coordinationv1.Lease{}
@@ -430,5 +491,63 @@ func TestLeavesReadAheadAlone(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReadAheadApplied); c == nil || c.Message != "vda is at 4096 KiB" {
 		t.Errorf("ReadAheadApplied = %+v, want the read-ahead side's condition", c)
+	}
+}
+
+// TestUpgradeDropsRatiosAgainstANoOp: a profile an agent of the release before wrote, with the
+// speedup that divided by tmpfs's no-op fdatasync, loses those figures with this agent's first
+// write; the comparison takes their place, and the deprecated speedup keeps the figures it still
+// carries for one release.
+//
+//nolint:staticcheck // the deprecated speedup is what the upgrade changes
+func TestUpgradeDropsRatiosAgainstANoOp(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx := context.Background()
+	node := createNode(t, e)
+	if err := e.Client.Create(ctx, &v1alpha1.NodeIOProfile{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	older := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "NodeIOProfile", "metadata": map[string]any{"name": node.Name},
+		"status": map[string]any{
+			"kernel":  "6.1.0",
+			"targets": []any{map[string]any{"name": "tmpfs", "path": "/probe/tmpfs", "kind": "Tmpfs"}, map[string]any{"name": "disk", "path": "/probe/disk", "kind": "Disk"}},
+			"speedup": map[string]any{"tmpfsTarget": "tmpfs", "diskTarget": "disk", "sequentialWrite": "4.64", "coldRead": "96.27",
+				"smallFiles": "16.84", "fdatasync": "3995.00"},
+		},
+	}}
+	if err := e.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(older), client.FieldOwner(v1alpha1.AgentFieldManager)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(node.Name, e.Namespace(t), probe.Target{Name: "tmpfs", Path: "/probe/tmpfs"}, probe.Target{Name: "disk", Path: "/probe/disk"})
+	cfg.Prober = probectl.ProberFunc(func(context.Context, []probe.Target, probe.Options) (*probe.Result, error) {
+		now := time.Now()
+		targets := []probe.TargetResult{
+			{Name: "tmpfs", Path: "/probe/tmpfs", Kind: probe.KindTmpfs,
+				SequentialWrite: &probe.SequentialWriteResult{Bytes: 1, BlockSizeBytes: 1, BufferedBytesPerSecond: 2000, FdatasyncBytesPerSecond: 2000},
+				FileChurn:       []probe.FileChurnResult{{FileSizeBytes: 5000, Files: 1, CreateFilesPerSecond: 800}}},
+			{Name: "disk", Path: "/probe/disk", Kind: probe.KindDisk,
+				SequentialWrite: &probe.SequentialWriteResult{Bytes: 1, BlockSizeBytes: 1, BufferedBytesPerSecond: 1000, FdatasyncBytesPerSecond: 250},
+				FileChurn:       []probe.FileChurnResult{{FileSizeBytes: 5000, Files: 1, CreateFilesPerSecond: 100}}},
+		}
+		return &probe.Result{Kernel: "measured-after-upgrade", StartTime: now.Add(-time.Second), FinishTime: now, DurationMilliseconds: 1000,
+			Targets: targets, Comparison: probe.ComputeComparison(targets)}, nil
+	})
+	startAgent(t, e, cfg, nil)
+
+	var p *v1alpha1.NodeIOProfile
+	testenv.Eventually(t, 20*time.Second, func() string {
+		if p = getProfile(t, e, node.Name); p == nil || p.Status.Kernel != "measured-after-upgrade" {
+			return "the agent has not written its run yet"
+		}
+		return ""
+	})
+	want := &v1alpha1.TmpfsDiskComparison{TmpfsTarget: "tmpfs", DiskTarget: "disk", BufferedWriteRatio: "2.00",
+		SmallFileCreateRatio: "8.00", SmallFileSizeBytes: 5000}
+	if diff := cmp.Diff(want, p.Status.Comparison); diff != "" {
+		t.Errorf("comparison (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&v1alpha1.Speedup{TmpfsTarget: "tmpfs", DiskTarget: "disk", SmallFiles: "8.00"}, p.Status.Speedup); diff != "" {
+		t.Errorf("deprecated speedup (-want +got):\n%s", diff)
 	}
 }

@@ -274,7 +274,7 @@ func sentence(s string) string {
 // a run that measured nothing leaves the previous run's figures and lastRunTime in place, and only
 // the conditions tell what happened.
 func statusAfterRun(prev v1alpha1.NodeIOProfileStatus, o runOutcome, now time.Time) v1alpha1.NodeIOProfileStatus {
-	st := ownedStatus(prev)
+	st := withoutRetiredFigures(ownedStatus(prev))
 	v := judge(o)
 	if v.measuredAny() {
 		res := o.Result
@@ -284,7 +284,8 @@ func statusAfterRun(prev v1alpha1.NodeIOProfileStatus, o runOutcome, now time.Ti
 		st.LastRunTime = &finish
 		st.LastRunDurationMilliseconds = res.DurationMilliseconds
 		st.Targets = convertTargets(res.Targets)
-		st.Speedup = convertSpeedup(res.Speedup)
+		st.Comparison = convertPtr(res.Comparison, comparison)
+		setDeprecatedSpeedup(&st, res.Comparison)
 	}
 	setCondition(&st.Conditions, v.probed(&prev), now)
 	setCondition(&st.Conditions, v.degraded(), now)
@@ -294,7 +295,7 @@ func statusAfterRun(prev v1alpha1.NodeIOProfileStatus, o runOutcome, now time.Ti
 // statusWhileWaiting says that the node waits for a probe slot. Probed stays True when the figures
 // of an earlier run are there: they are still the node's latest measurement.
 func statusWhileWaiting(prev v1alpha1.NodeIOProfileStatus, message string, now time.Time) v1alpha1.NodeIOProfileStatus {
-	st := ownedStatus(prev)
+	st := withoutRetiredFigures(ownedStatus(prev))
 	status := metav1.ConditionUnknown
 	if meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionProbed) {
 		status = metav1.ConditionTrue
@@ -316,6 +317,21 @@ func ownedStatus(s v1alpha1.NodeIOProfileStatus) v1alpha1.NodeIOProfileStatus {
 		}
 	}
 	return out
+}
+
+// withoutRetiredFigures drops what an older agent wrote and this one no longer publishes: the
+// deprecated speedup's sequentialWrite and fdatasync, which compared with tmpfs's no-op fdatasync.
+// Applying the status without them removes them from the object, so they do not outlive the
+// upgrade until the next run that measures something.
+//
+//nolint:staticcheck // cleans up the deprecated field
+func withoutRetiredFigures(s v1alpha1.NodeIOProfileStatus) v1alpha1.NodeIOProfileStatus {
+	if s.Speedup != nil {
+		kept := *s.Speedup
+		kept.SequentialWrite, kept.Fdatasync = "", ""
+		s.Speedup = &kept
+	}
+	return s
 }
 
 // setCondition keeps lastTransitionTime when the status does not change, and otherwise sets it to
@@ -370,8 +386,20 @@ func fdatasync(f probe.FdatasyncResult) v1alpha1.FdatasyncResult {
 	return out
 }
 
-func convertSpeedup(s *probe.Speedup) *v1alpha1.Speedup {
-	return convertPtr(s, func(s probe.Speedup) v1alpha1.Speedup { return v1alpha1.Speedup(s) })
+func comparison(c probe.Comparison) v1alpha1.TmpfsDiskComparison {
+	return v1alpha1.TmpfsDiskComparison(c)
+}
+
+// setDeprecatedSpeedup fills the former comparison with the figures it still carries for one
+// release: those of c that compare no fdatasync.
+//
+//nolint:staticcheck // the deprecated field is published for one more release
+func setDeprecatedSpeedup(st *v1alpha1.NodeIOProfileStatus, c *probe.Comparison) {
+	st.Speedup = nil
+	if c != nil {
+		st.Speedup = &v1alpha1.Speedup{TmpfsTarget: c.TmpfsTarget, DiskTarget: c.DiskTarget,
+			ColdRead: c.ColdReadRatio, SmallFiles: c.SmallFileCreateRatio}
+	}
 }
 
 func convertPtr[T, U any](p *T, f func(T) U) *U {

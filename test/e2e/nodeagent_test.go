@@ -93,7 +93,7 @@ func assertProbeResults(t *testing.T, p *v1alpha1.NodeIOProfile) {
 	if !found["tmpfs"] || !found["disk"] {
 		t.Errorf("NodeIOProfile %s reports targets %v, want tmpfs and disk", p.Name, found)
 	}
-	if p.Status.Speedup == nil || p.Status.Speedup.SmallFiles == "" {
-		t.Errorf("NodeIOProfile %s compares no tmpfs with disk: %+v", p.Name, p.Status.Speedup)
+	if c := p.Status.Comparison; c == nil || c.SmallFileCreateRatio == "" || c.BufferedWriteRatio == "" {
+		t.Errorf("NodeIOProfile %s compares no tmpfs with disk: %+v", p.Name, c)
 	}
 }

@@ -28,8 +28,8 @@ func metrics(targets []probe.TargetResult) []metric {
 			metric{label: formatSize(size) + " files: read+unlink", value: churnRate(size, true)})
 	}
 	ms = append(ms,
-		metric{label: "fdatasync" + fsyncLabel(targets) + ": p50", value: fsyncLatency(false), lowerBetter: true},
-		metric{label: "fdatasync" + fsyncLabel(targets) + ": p99", value: fsyncLatency(true), lowerBetter: true},
+		metric{label: "fdatasync" + fsyncLabel(targets) + ": p50", value: fsyncLatency(false), syncs: true},
+		metric{label: "fdatasync" + fsyncLabel(targets) + ": p99", value: fsyncLatency(true), syncs: true},
 		metric{label: "device read" + blockLabel(targets, deviceRead), value: throughput(deviceRead)},
 	)
 	return ms
@@ -39,7 +39,7 @@ func sequentialMetrics(targets []probe.TargetResult) []metric {
 	label := "sequential write" + sequentialLabel(targets)
 	return []metric{
 		{label: label + ", buffered", value: seqWrite(false)},
-		{label: label + " + fdatasync", value: seqWrite(true)},
+		{label: label + " + fdatasync", value: seqWrite(true), syncs: true},
 		{label: "O_DIRECT write" + blockLabel(targets, directWrite), value: throughput(directWrite)},
 		{label: "cold read" + blockLabel(targets, coldRead), value: throughput(coldRead)},
 	}

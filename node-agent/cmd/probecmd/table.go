@@ -11,13 +11,13 @@ import (
 	"github.com/dbtune/scratch-operator/node-agent/probe"
 )
 
-// metric is one row of the table: how to read a figure from a target, and whether a lower figure
-// is the better one (latencies), which flips the tmpfs/disk ratio so that it always reads "how many
-// times better tmpfs was".
+// metric is one row of the table: how to read a figure from a target, and whether the row involves
+// fdatasync, which tmpfs does not perform: such a row gets no tmpfs/disk ratio, since a ratio
+// against a no-op would only restate the disk's figure.
 type metric struct {
-	label       string
-	value       func(t *probe.TargetResult) (cell string, figure float64)
-	lowerBetter bool
+	label string
+	value func(t *probe.TargetResult) (cell string, figure float64)
+	syncs bool
 }
 
 // renderTable formats a result for a terminal: one column per target, a tmpfs/disk column when
@@ -48,18 +48,18 @@ func renderTable(res *probe.Result) string {
 	return b.String()
 }
 
-// comparedTargets returns the indexes of the tmpfs and disk targets a Speedup was computed for, or
-// -1, -1.
+// comparedTargets returns the indexes of the tmpfs and disk targets a Comparison was computed for,
+// or -1, -1.
 func comparedTargets(res *probe.Result) (tmpfs, disk int) {
-	if res.Speedup == nil {
+	if res.Comparison == nil {
 		return -1, -1
 	}
 	tmpfs, disk = -1, -1
 	for i := range res.Targets {
 		switch res.Targets[i].Name {
-		case res.Speedup.TmpfsTarget:
+		case res.Comparison.TmpfsTarget:
 			tmpfs = i
-		case res.Speedup.DiskTarget:
+		case res.Comparison.DiskTarget:
 			disk = i
 		}
 	}
@@ -81,17 +81,20 @@ func metricRow(m metric, targets []probe.TargetResult, tmpfs, disk int) (row []s
 		figures[i] = figure
 	}
 	if tmpfs >= 0 {
-		row = append(row, ratioCell(figures[tmpfs], figures[disk], m.lowerBetter))
+		row = append(row, ratioCell(figures[tmpfs], figures[disk], m.syncs))
 	}
 	return row, ok
 }
 
-func ratioCell(tmpfs, disk float64, lowerBetter bool) string {
-	if math.IsNaN(tmpfs) || math.IsNaN(disk) {
+// noOpRatio marks the ratio of a row with fdatasync; a note under the table explains it.
+const noOpRatio = "n/a"
+
+func ratioCell(tmpfs, disk float64, syncs bool) string {
+	switch {
+	case math.IsNaN(tmpfs) || math.IsNaN(disk):
 		return ""
-	}
-	if lowerBetter {
-		tmpfs, disk = disk, tmpfs
+	case syncs:
+		return noOpRatio
 	}
 	return orDash(probe.FormatRatio(tmpfs, disk))
 }
@@ -127,8 +130,9 @@ func alignColumns(rows [][]string) string {
 func footnotes(res *probe.Result) string {
 	var b strings.Builder
 	b.WriteString("\nIn brackets: the bytes moved, files handled or fdatasync samples taken; * see below.\n")
-	if res.Speedup != nil {
-		b.WriteString("tmpfs/disk: how many times faster tmpfs was (for latencies: disk ÷ tmpfs).\n")
+	if res.Comparison != nil {
+		b.WriteString("tmpfs/disk: the tmpfs figure divided by the disk's.\n")
+		b.WriteString(noOpRatio + ": fdatasync is a no-op on tmpfs, so a row with fdatasync has nothing to compare; read the disk's figure.\n")
 	}
 	for i := range res.Targets {
 		t := &res.Targets[i]

@@ -40,7 +40,7 @@ func fixtureResult() *probe.Result {
 		Error:      "device read: the run reached its 1m0s time limit: context deadline exceeded",
 	}
 	targets := []probe.TargetResult{tmpfs, disk}
-	return &probe.Result{Kernel: "6.18.44-fc-v657", DurationMilliseconds: 12345, Targets: targets, Speedup: probe.ComputeSpeedup(targets)}
+	return &probe.Result{Kernel: "6.18.44-fc-v657", DurationMilliseconds: 12345, Targets: targets, Comparison: probe.ComputeComparison(targets)}
 }
 
 func TestRenderTableGolden(t *testing.T) {

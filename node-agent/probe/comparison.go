@@ -1,27 +1,32 @@
 package probe
 
-// ComputeSpeedup compares the tmpfs target with the disk target. It returns nil unless there is
+// ComputeComparison sets the tmpfs target beside the disk target. It returns nil unless there is
 // exactly one of each: with two disks there is no single honest "tmpfs versus disk" figure.
-func ComputeSpeedup(targets []TargetResult) *Speedup {
+//
+// It compares only what temporary files do on both sides. The write compares the buffered rates:
+// sort files and temporary tables are written and deleted, never synced. fdatasync is not compared
+// at all: on tmpfs it returns at once, so a ratio against it would only restate the disk's latency
+// in microseconds; the disk's own fdatasync figures are what tell its cost.
+func ComputeComparison(targets []TargetResult) *Comparison {
 	tmpfs, disk, ok := tmpfsAndDisk(targets)
 	if !ok {
 		return nil
 	}
-	s := &Speedup{TmpfsTarget: tmpfs.Name, DiskTarget: disk.Name}
+	c := &Comparison{TmpfsTarget: tmpfs.Name, DiskTarget: disk.Name}
 	if tmpfs.SequentialWrite != nil && disk.SequentialWrite != nil {
-		s.SequentialWrite = FormatRatio(float64(tmpfs.SequentialWrite.FdatasyncBytesPerSecond),
-			float64(disk.SequentialWrite.FdatasyncBytesPerSecond))
+		c.BufferedWriteRatio = FormatRatio(float64(tmpfs.SequentialWrite.BufferedBytesPerSecond),
+			float64(disk.SequentialWrite.BufferedBytesPerSecond))
 	}
 	if tmpfs.ColdRead != nil && disk.ColdRead != nil {
-		s.ColdRead = FormatRatio(float64(tmpfs.ColdRead.BytesPerSecond), float64(disk.ColdRead.BytesPerSecond))
+		c.ColdReadRatio = FormatRatio(float64(tmpfs.ColdRead.BytesPerSecond), float64(disk.ColdRead.BytesPerSecond))
 	}
 	if t, d, ok := smallestCommonChurn(tmpfs.FileChurn, disk.FileChurn); ok {
-		s.SmallFiles = FormatRatio(float64(t.CreateFilesPerSecond), float64(d.CreateFilesPerSecond))
+		c.SmallFileCreateRatio = FormatRatio(float64(t.CreateFilesPerSecond), float64(d.CreateFilesPerSecond))
+		if c.SmallFileCreateRatio != "" {
+			c.SmallFileSizeBytes = t.FileSizeBytes
+		}
 	}
-	if tmpfs.Fdatasync != nil && disk.Fdatasync != nil {
-		s.Fdatasync = FormatRatio(float64(disk.Fdatasync.P99Microseconds), float64(tmpfs.Fdatasync.P99Microseconds))
-	}
-	return s
+	return c
 }
 
 func tmpfsAndDisk(targets []TargetResult) (tmpfs, disk *TargetResult, ok bool) {
