@@ -70,6 +70,25 @@ func TestNoDeviceNoDeviceSeries(t *testing.T) {
 	}
 }
 
+// fdatasync on tmpfs is a no-op: the benchmark compares it on the disk only, so no ratio of two
+// no-ops is ever reported.
+func TestFdatasyncComparedOnTheDiskOnly(t *testing.T) {
+	for _, tgt := range []*Target{
+		{Name: "disk", Path: "/data", Kind: probe.KindDisk, RefDir: "/data/ref"},
+		{Name: "tmpfs", Path: "/shm", Kind: probe.KindTmpfs, RefDir: "/shm/ref"},
+	} {
+		found := false
+		for _, s := range buildSeries(tgt, "") {
+			for _, m := range s.Metrics {
+				found = found || m.ID == mFsyncP50 || m.ID == mFsyncP99
+			}
+		}
+		if want := tgt.Kind == probe.KindDisk; found != want {
+			t.Errorf("%s: fdatasync compared %t, want %t", tgt.Name, found, want)
+		}
+	}
+}
+
 func TestSelected(t *testing.T) {
 	tests := []struct {
 		only, id string
