@@ -16,12 +16,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/decide"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 )
 
-// apply server-side applies desired under the controller's field manager, without force: a field
+// apply server-side applies tp's entries under the controller's field manager. It forces only
+// when tp.Force says so: to set an extra-flags variable whose value another manager owns, when
+// that value is all the apply takes from anyone (see decide.TargetPlan.Force). Any other field
 // another manager owns with another value is a conflict to report, never something to take.
-func (r *ScratchVolumeReconciler) apply(ctx context.Context, sts *appsv1.StatefulSet, desired, observed inject.Entries) error {
+func (r *ScratchVolumeReconciler) apply(ctx context.Context, sts *appsv1.StatefulSet, tp decide.TargetPlan) error {
+	desired, observed := tp.Desired, tp.Observed
 	ac, err := desired.ApplyConfiguration(sts.Name, sts.Namespace)
 	if err != nil {
 		return err
@@ -35,7 +39,11 @@ func (r *ScratchVolumeReconciler) apply(ctx context.Context, sts *appsv1.Statefu
 		return fmt.Errorf("failed to encode the entries for StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 	}
 	applied := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: sts.Namespace, Name: sts.Name}}
-	if err := r.Patch(ctx, applied, client.RawPatch(types.ApplyPatchType, raw), client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+	opts := []client.PatchOption{client.FieldOwner(v1alpha1.FieldManager)}
+	if tp.Force {
+		opts = append(opts, client.ForceOwnership)
+	}
+	if err := r.Patch(ctx, applied, client.RawPatch(types.ApplyPatchType, raw), opts...); err != nil {
 		return fmt.Errorf("failed to apply to StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 	}
 	*sts = *applied

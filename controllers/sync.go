@@ -203,13 +203,13 @@ func (r *ScratchVolumeReconciler) writePlan(ctx context.Context, sts, live *apps
 	tp decide.TargetPlan, events *changeEvents, slots *budget) (map[string]*decide.Outcome, error) {
 	key := client.ObjectKeyFromObject(sts)
 	rule, now := r.WriteWar.OrDefaults(), time.Now()
-	restored := decide.RestoredBy(tp.Outcomes, live, tp.Pending)
-	if len(restored) > 0 && r.holdOff(ctx, live, svs, tp.Outcomes, decide.ConfigKey(tp.Desired), restored) {
+	restored := decide.RestoredBy(tp, live)
+	if !restored.Empty() && r.holdOff(ctx, live, svs, tp.Outcomes, decide.ConfigKey(tp.Desired), restored) {
 		return fleetcache.SettledOutcomes(tp.Outcomes), nil
 	}
 	// A restore puts back what another writer removed, and an urgent change keeps data safe: both
 	// go ahead of the pacing, which holds back only the changes that start a rollout of their own.
-	if len(restored) == 0 && !decide.Urgent(tp.Outcomes) && !slots.take(live) {
+	if restored.Empty() && !decide.Urgent(tp.Outcomes) && !slots.take(live) {
 		decide.Queue(tp.Outcomes, live, slots.note)
 		return fleetcache.SettledOutcomes(tp.Outcomes), nil
 	}
@@ -226,11 +226,11 @@ func (r *ScratchVolumeReconciler) writePlan(ctx context.Context, sts, live *apps
 	if after := decide.PlanTarget(svs, live, r.gate(ctx)); after.Settled() && !after.Waiting() {
 		r.decisions.Remember(key, fleetcache.InputsOf(live, svs), after.Outcomes)
 	}
-	g := r.guards.Update(key, svs, func(g decide.Guard) decide.Guard { return rule.AfterWrite(g, now, len(restored) > 0) })
-	if len(restored) > 0 {
+	g := r.guards.Update(key, svs, func(g decide.Guard) decide.Guard { return rule.AfterWrite(g, now, !restored.Empty()) })
+	if !restored.Empty() {
 		restoresTotal.WithLabelValues(sts.Namespace).Inc()
 	}
-	for _, c := range decide.Changes(sts, tp.Outcomes, tp.Desired, tp.Observed, restored) {
+	for _, c := range decide.Changes(sts, tp.Outcomes, tp.Desired, tp.Observed, restored.Names()) {
 		events.add(sts, c)
 	}
 	return decide.WithGuard(fleetcache.SettledOutcomes(tp.Outcomes), g), nil
@@ -294,10 +294,10 @@ func (r *ScratchVolumeReconciler) settle(ctx context.Context, sts *appsv1.Statef
 }
 
 // holdOff applies the write-war verdict before a write that restores entries someone removed from
-// sts, the whole object read from the API server. When the controller must hold off, it marks the
-// outcomes held; when a fight begins, it counts it and warns once.
+// sts or changed, sts the whole object read from the API server. When the controller must hold
+// off, it marks the outcomes held; when a fight begins, it counts it and warns once.
 func (r *ScratchVolumeReconciler) holdOff(ctx context.Context, sts *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume,
-	outcomes map[string]*decide.Outcome, key string, removed []string) bool {
+	outcomes map[string]*decide.Outcome, key string, removed decide.Restore) bool {
 	rule, now, name := r.WriteWar.OrDefaults(), time.Now(), client.ObjectKeyFromObject(sts)
 	var hold, fresh bool
 	g := r.guards.Update(name, svs, func(g decide.Guard) decide.Guard {
@@ -326,7 +326,9 @@ func (r *ScratchVolumeReconciler) holdOff(ctx context.Context, sts *appsv1.State
 }
 
 // write applies the entries and patches the containers, in the order tp.Removing says loses
-// nothing. sts ends as the last write's response has it.
+// nothing. Adding, the apply carries the extra-flags variables too, so that only args and memory,
+// which an apply cannot share, are left for the patch: a first injection through ExtraFlags is one
+// write, one new pod template. sts ends as the last write's response has it.
 func (r *ScratchVolumeReconciler) write(ctx context.Context, sts *appsv1.StatefulSet, tp decide.TargetPlan) error {
 	removing := tp.Removing()
 	if removing {
@@ -335,16 +337,13 @@ func (r *ScratchVolumeReconciler) write(ctx context.Context, sts *appsv1.Statefu
 		}
 	}
 	if !tp.Desired.Equal(tp.Observed) {
-		if err := r.apply(ctx, sts, tp.Desired, tp.Observed); err != nil {
+		if err := r.apply(ctx, sts, tp); err != nil {
 			return err
 		}
 	}
-	if !removing && len(tp.Pending) > 0 {
-		// The apply moved the resourceVersion on: read the object the patch will test against.
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(sts), sts); err != nil {
-			return fmt.Errorf("failed to get StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
-		}
-		return r.patchContainers(ctx, sts, tp.Pending)
+	if removing {
+		return nil
 	}
-	return nil
+	// sts is the apply's response, or the object read: the patch tests its resourceVersion.
+	return r.patchContainers(ctx, sts, tp.PendingAfter(&sts.Spec.Template))
 }

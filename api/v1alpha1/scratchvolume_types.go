@@ -768,8 +768,8 @@ type FullPod struct {
 	Episodes int64 `json:"episodes"`
 }
 
-// WriteCandidate is a field manager that may have removed the controller's entries from a
-// StatefulSet.
+// WriteCandidate is a field manager that set what a StatefulSet holds in place of the controller's
+// entries, or that may have removed them.
 type WriteCandidate struct {
 	// FieldManager is the manager's name, as the StatefulSet's managedFields give it.
 	//
@@ -782,6 +782,24 @@ type WriteCandidate struct {
 	//
 	// +optional
 	LastUpdate metav1.Time `json:"lastUpdate,omitempty"`
+
+	// Operation is how the manager writes, as managedFields record it: Apply (server-side apply)
+	// or Update (any other write). Unset for a manager listed only as a candidate remover, which
+	// is always an Update.
+	//
+	// +optional
+	// +kubebuilder:validation:Enum=Apply;Update
+	Operation metav1.ManagedFieldsOperationType `json:"operation,omitempty"`
+
+	// Owns names the entries the StatefulSet holds with other values than the controller's whose
+	// fields this manager owns, as writeWar.removed names them: the manager set what is there now.
+	// Empty for a candidate remover of entries that are gone, which no one owns.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
+	Owns []string `json:"owns,omitempty"`
 }
 
 // AppliedConfig is what a target's configuration was rendered from.
@@ -855,12 +873,14 @@ type PendingChange struct {
 // controller's entries again and again, each restore rolled the pods, so the controller stopped
 // writing to the StatefulSet.
 type WriteWar struct {
-	// Candidates are the field managers that may have removed the entries, newest update first:
+	// Candidates are the field managers to name, other than the controller's. First those that
+	// own a field of an entry the StatefulSet holds with other values (with owns), newest first:
+	// whether they apply or update, they set what is there now. Then, when an entry is gone (or
+	// changed by no manager still recorded), those that may have removed it, newest update first:
 	// every manager the StatefulSet's managedFields record as updating it (an update sends the
-	// whole object, and so can remove fields others own; server-side apply removes only its own),
-	// other than the controller. The API server records who last changed each field, not who
-	// removed one, so none of them is known to be the remover, and a writer that only removed
-	// fields is not recorded at all.
+	// whole object, and so can remove fields others own; server-side apply removes only its own).
+	// The API server records who last changed each field, not who removed one, so none of those
+	// is known to be the remover, and a writer that only removed fields is not recorded at all.
 	//
 	// +optional
 	// +listType=atomic

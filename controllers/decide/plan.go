@@ -7,6 +7,7 @@ package decide
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -57,6 +58,13 @@ type TargetPlan struct {
 	Outcomes          map[string]*Outcome
 	Desired, Observed inject.Entries
 	Pending           []inject.ContainerChange
+	// Force says the apply of Desired must force ownership: it sets an extra-flags variable the
+	// StatefulSet holds with another value (see force), which no apply could change otherwise.
+	Force bool
+
+	// changes and user are what Pending is computed from, for PendingAfter.
+	changes []inject.ContainerChange
+	user    *corev1.PodTemplateSpec
 }
 
 // PlanTarget decides, reading nothing but its arguments: svs are the live ScratchVolumes that
@@ -72,12 +80,23 @@ func PlanTarget(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, g Gate) 
 	for _, name := range kept {
 		desired = desired.Merge(inject.ObservedFor(&sts.Spec.Template, name))
 	}
-	return TargetPlan{
+	tp := TargetPlan{
 		Outcomes: outcomes,
 		Desired:  desired.WithAnnotations(states),
 		Observed: inject.Observed(&sts.Spec.Template),
 		Pending:  inject.Pending(&sts.Spec.Template, changes, &user),
+		changes:  changes, user: &user,
 	}
+	tp.Force = force(sts, tp.Desired, tp.Observed)
+	return tp
+}
+
+// PendingAfter is what is still pending once the apply of Desired left the pod template tmpl:
+// the args and memory an apply cannot share (Args injection, Reserve accounting). The
+// extra-flags variables are entries of the apply, so an injection through ExtraFlags alone is
+// that one write.
+func (tp TargetPlan) PendingAfter(tmpl *corev1.PodTemplateSpec) []inject.ContainerChange {
+	return inject.Pending(tmpl, tp.changes, tp.user)
 }
 
 // Settled reports whether the StatefulSet already carries everything planned.
@@ -207,23 +226,41 @@ func older(a, b *v1alpha1.ScratchVolume) bool {
 	return a.Name < b.Name
 }
 
-// RestoredBy names what a write of the outcomes' plans puts back on sts: entries of a
-// configuration the controller had already written there (the status says so) that are gone now.
-// Nothing when the write only injects or updates.
-func RestoredBy(outcomes map[string]*Outcome, sts *appsv1.StatefulSet, pending []inject.ContainerChange) []string {
-	var out []string
-	for _, o := range outcomes {
+// Restore is what a write puts back on a StatefulSet that another writer removed or changed.
+type Restore struct {
+	entries []contested
+}
+
+// Empty reports whether the write puts nothing back: it injects or updates.
+func (r Restore) Empty() bool { return len(r.entries) == 0 }
+
+// Names names what the write puts back, for the status and Events.
+func (r Restore) Names() []string { return names(r.entries) }
+
+// RestoredBy is what a write of tp puts back on sts: entries of a configuration the controller
+// had already written there (the status says so) that are gone or hold other values now, or else
+// the args and memory it had set in a container. Nothing when the write only injects or updates.
+func RestoredBy(tp TargetPlan, sts *appsv1.StatefulSet) Restore {
+	var r Restore
+	settings := false
+	for _, name := range slices.Sorted(maps.Keys(tp.Outcomes)) {
+		o := tp.Outcomes[name]
 		if o.Plan == nil || !wrote(o.SV, sts.Name, o.Hash) {
 			continue
 		}
-		out = append(out, removedEntries(inject.Desired([]*inject.Plan{o.Plan}), inject.ObservedFor(&sts.Spec.Template, o.SV.Name))...)
-		if len(pending) > 0 && len(out) == 0 {
-			for _, ch := range pending {
-				out = append(out, "the settings the controller made in container "+ch.Container)
-			}
+		mine := tp.Desired.For(o.SV.Name)
+		delete(mine.Annotations, o.SV.StateAnnotation())
+		cs := contestedEntries(mine, inject.ObservedFor(&sts.Spec.Template, o.SV.Name), &sts.Spec.Template)
+		r.entries = append(r.entries, cs...)
+		settings = settings || len(cs) == 0
+	}
+	if settings {
+		for _, ch := range tp.Pending {
+			r.entries = append(r.entries, contestedSettings(&sts.Spec.Template, ch)...)
 		}
 	}
-	return slices.Compact(out)
+	r.entries = slices.CompactFunc(r.entries, func(a, b contested) bool { return a.what == b.what })
+	return r
 }
 
 // wrote reports whether sv's last status had the configuration hash on target: injected, or held

@@ -5,6 +5,7 @@ package decide
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -196,36 +197,11 @@ func ConfigKey(desired inject.Entries) string {
 	return strings.Join(keys, ",")
 }
 
-// removedEntries names the entries of want that have is missing or holds with other values:
-// volumes first, which say most, then mounts, init containers and annotations.
-func removedEntries(want, have inject.Entries) []string {
-	var volumes, mounts, inits, annotations []string
-	for _, v := range want.Volumes {
-		if !containsEqual(have.Volumes, v) {
-			volumes = append(volumes, "the volume "+v.Name)
-		}
-	}
-	for container, ms := range want.Mounts {
-		for _, m := range ms {
-			if !containsEqual(have.Mounts[container], m) {
-				mounts = append(mounts, fmt.Sprintf("the mount %s in container %s", m.MountPath, container))
-			}
-		}
-	}
-	for _, c := range want.InitContainers {
-		if !containsEqual(have.InitContainers, c) {
-			inits = append(inits, "the init container "+c.Name)
-		}
-	}
-	for k, v := range want.Annotations {
-		if have.Annotations[k] != v {
-			annotations = append(annotations, "the pod-template annotation "+k)
-		}
-	}
-	var out []string
-	for _, group := range [][]string{volumes, mounts, inits, annotations} {
-		sort.Strings(group)
-		out = append(out, group...)
+// names names the entries for people.
+func names(cs []contested) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.what
 	}
 	return out
 }
@@ -242,6 +218,46 @@ func containsEqual[T any](items []T, v T) bool {
 // maxCandidates bounds status.targets[].writeWar.candidates.
 const maxCandidates = 16
 
+// Writers lists the field managers to name for what a restore puts back on sts: first those
+// that own a field of an entry sts holds with other values, which set what sts holds there now (a
+// server-side apply as much as an update: both record the fields they set); then, when an entry
+// is gone or changed by no manager still recorded, the managers that may have removed it
+// (UpdateWriters). Each group newest first; the controller's own field managers are never named.
+func Writers(sts *appsv1.StatefulSet, r Restore) []v1alpha1.WriteCandidate {
+	out := owners(sts, r.entries)
+	newestFirst(out)
+	if unowned(r.Names(), out) {
+		for _, c := range UpdateWriters(sts) {
+			if !slices.ContainsFunc(out, func(o v1alpha1.WriteCandidate) bool {
+				return o.FieldManager == c.FieldManager && o.Operation == metav1.ManagedFieldsOperationUpdate
+			}) {
+				out = append(out, c)
+			}
+		}
+	}
+	if len(out) > maxCandidates {
+		out = out[:maxCandidates]
+	}
+	return out
+}
+
+// unowned reports whether any of removed is owned by none of the candidates.
+func unowned(removed []string, candidates []v1alpha1.WriteCandidate) bool {
+	if len(removed) == 0 {
+		return true
+	}
+	for _, what := range removed {
+		if !slices.ContainsFunc(candidates, func(c v1alpha1.WriteCandidate) bool { return slices.Contains(c.Owns, what) }) {
+			return true
+		}
+	}
+	return false
+}
+
+func newestFirst(cs []v1alpha1.WriteCandidate) {
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].LastUpdate.After(cs[j].LastUpdate.Time) })
+}
+
 // UpdateWriters lists the field managers that may have removed the controller's entries from sts,
 // newest update first: every manager that updates it (an update sends the whole object and can
 // drop fields it never owned, where an apply only removes its own), whatever fields it owns now
@@ -251,7 +267,7 @@ const maxCandidates = 16
 func UpdateWriters(sts *appsv1.StatefulSet) []v1alpha1.WriteCandidate {
 	var out []v1alpha1.WriteCandidate
 	for _, mf := range sts.ManagedFields {
-		if mf.Manager == v1alpha1.FieldManager || mf.Subresource != "" || mf.Operation != metav1.ManagedFieldsOperationUpdate {
+		if ownManager(mf.Manager) || mf.Subresource != "" || mf.Operation != metav1.ManagedFieldsOperationUpdate {
 			continue
 		}
 		c := v1alpha1.WriteCandidate{FieldManager: mf.Manager}
@@ -260,15 +276,16 @@ func UpdateWriters(sts *appsv1.StatefulSet) []v1alpha1.WriteCandidate {
 		}
 		out = append(out, c)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].LastUpdate.After(out[j].LastUpdate.Time) })
+	newestFirst(out)
 	if len(out) > maxCandidates {
 		out = out[:maxCandidates]
 	}
 	return out
 }
 
-// FightMessage is the condition message of a StatefulSet the controller holds off writing. It
-// names no writer as the remover: managedFields cannot tell.
+// FightMessage is the condition message of a StatefulSet the controller holds off writing. It names
+// the field managers that own what the StatefulSet holds in place of an entry, which set it; for an
+// entry that is gone it names no writer as the remover, only candidates: managedFields cannot tell.
 func FightMessage(sts string, war *v1alpha1.WriteWar, w WriteWarRule) string {
 	what := "the controller's entries"
 	if len(war.Removed) > 0 {
@@ -278,10 +295,55 @@ func FightMessage(sts string, war *v1alpha1.WriteWar, w WriteWarRule) string {
 	if war.Holds > 1 {
 		why = fmt.Sprintf("again after the try that ended hold %d", war.Holds-1)
 	}
+	// Any manager that updates the StatefulSet may have removed an entry, whether it owns another
+	// one or not; one that applies cannot have.
+	var owning, updating []v1alpha1.WriteCandidate
+	for _, c := range war.Candidates {
+		if len(c.Owns) > 0 {
+			owning = append(owning, c)
+		}
+		if c.Operation != metav1.ManagedFieldsOperationApply {
+			updating = append(updating, c)
+		}
+	}
+	var who []string
+	if len(owning) > 0 {
+		who = append(who, ownersSaying(owning))
+	}
+	if len(owning) == 0 || unowned(war.Removed, owning) {
+		who = append(who, removersSaying(updating))
+	}
+	return fmt.Sprintf("another writer removed or changed %s %s; %s; "+
+		"each restore rolls the pods, so the controller stopped writing to StatefulSet %s and tries again at %s (every hold lasts "+
+		"twice as long as the one before), or at once when the spec changes: make the writer keep fields it does not own "+
+		"(server-side apply, or updates of the live object), or configure the RAM tmpdir through it",
+		what, why, strings.Join(who, "; "), sts, war.RetryAt.UTC().Format(time.RFC3339))
+}
+
+// ownersSaying names the field managers that own what the StatefulSet holds in place of entries.
+func ownersSaying(owning []v1alpha1.WriteCandidate) string {
+	said := make([]string, len(owning))
+	for i, c := range owning {
+		how := "an update"
+		if c.Operation == metav1.ManagedFieldsOperationApply {
+			how = "a server-side apply"
+		}
+		when := "time not recorded"
+		if !c.LastUpdate.IsZero() {
+			when = "last change " + c.LastUpdate.UTC().Format(time.RFC3339)
+		}
+		said[i] = fmt.Sprintf("%s (with %s, %s) owns %s", c.FieldManager, how, when, strings.Join(c.Owns, " and "))
+	}
+	return "the StatefulSet's managedFields name who set what it holds there now: " +
+		conditions.Plural(len(owning), "field manager ", "field managers ") + conditions.Names(said, 3)
+}
+
+// removersSaying names the candidates for the remover of entries that are gone.
+func removersSaying(candidates []v1alpha1.WriteCandidate) string {
 	who := "the StatefulSet's managedFields name no other manager that updates it, so the remover is not known"
-	if n := len(war.Candidates); n > 0 {
+	if n := len(candidates); n > 0 {
 		names := make([]string, n)
-		for i, c := range war.Candidates {
+		for i, c := range candidates {
 			names[i] = c.FieldManager + " (last update not recorded)"
 			if !c.LastUpdate.IsZero() {
 				names[i] = fmt.Sprintf("%s (last update %s)", c.FieldManager, c.LastUpdate.UTC().Format(time.RFC3339))
@@ -291,17 +353,13 @@ func FightMessage(sts string, war *v1alpha1.WriteWar, w WriteWarRule) string {
 			conditions.Plural(n, "the one field manager that updates the StatefulSet is ", "the field managers that update the StatefulSet, newest first, are ") +
 			conditions.Names(names, 3)
 	}
-	return fmt.Sprintf("another writer removed %s %s; the API server records who last changed each field, not who removed one, so %s; "+
-		"each restore rolls the pods, so the controller stopped writing to StatefulSet %s and tries again at %s (every hold lasts "+
-		"twice as long as the one before), or at once when the spec changes: make the writer keep fields it does not own "+
-		"(server-side apply, or updates of the live object), or configure the RAM tmpdir through it",
-		what, why, who, sts, war.RetryAt.UTC().Format(time.RFC3339))
+	return "the API server records who last changed each field, not who removed one, so " + who
 }
 
-// WithWriters is g at the start of a hold, listing the candidates for the remover (from sts's
-// managedFields, which the cache drops: sts is the whole object) and the entries removed.
-func (g Guard) WithWriters(sts *appsv1.StatefulSet, removed []string) Guard {
+// WithWriters is g at the start of a hold, naming the writers (Writers, from sts's managedFields,
+// which the cache drops: sts is the whole object) and the entries r puts back.
+func (g Guard) WithWriters(sts *appsv1.StatefulSet, r Restore) Guard {
 	g.War = g.War.DeepCopy()
-	g.War.Candidates, g.War.Removed = UpdateWriters(sts), removed
+	g.War.Candidates, g.War.Removed = Writers(sts, r), r.Names()
 	return g
 }

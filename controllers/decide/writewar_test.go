@@ -136,13 +136,13 @@ func TestRemovedEntries(t *testing.T) {
 		Annotations: map[string]string{"scratch.dbtune.io/tmp": "h0"},
 		Volumes:     []corev1.Volume{{Name: "dbtune-scratch-tmp"}},
 	}
-	got := removedEntries(want, have)
+	got := names(contestedEntries(want, have, &corev1.PodTemplateSpec{}))
 	wantNames := []string{"the mount /var/lib/mysql-tmp in container mariadb", "the init container dbtune-init-tmp",
 		"the pod-template annotation scratch.dbtune.io/tmp"}
 	if diff := cmp.Diff(wantNames, got); diff != "" {
-		t.Errorf("removedEntries (-want +got):\n%s", diff)
+		t.Errorf("contestedEntries (-want +got):\n%s", diff)
 	}
-	if got := removedEntries(want, want); len(got) != 0 {
+	if got := contestedEntries(want, want, &corev1.PodTemplateSpec{}); len(got) != 0 {
 		t.Errorf("nothing removed, got %v", got)
 	}
 }
@@ -171,7 +171,7 @@ func TestFightMessageNamesNoRemoverAsFact(t *testing.T) {
 			FieldsV1: fields(`{"f:metadata":{"f:annotations":{"f:restored-at":{}}}}`)},
 	}}}
 	rule := WriteWarRule{}.OrDefaults()
-	g := Guard{War: &v1alpha1.WriteWar{Holds: 1, RetryAt: *at("2026-12-02T06:22:00Z")}}.WithWriters(sts, []string{"the volume dbtune-scratch-tmp"})
+	g := Guard{War: &v1alpha1.WriteWar{Holds: 1, RetryAt: *at("2026-12-02T06:22:00Z")}}.WithWriters(sts, Restore{entries: []contested{{what: "the volume dbtune-scratch-tmp"}}})
 	msg := FightMessage("db", g.War, rule)
 	for _, want := range []string{"not known for sure", "stored-copy-writer (last update 2026-12-02T06:12:00Z)",
 		"kubectl-client-side-apply (last update 2026-12-02T06:00:00Z)", "the volume dbtune-scratch-tmp"} {

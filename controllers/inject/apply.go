@@ -3,6 +3,7 @@ package inject
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,8 +13,8 @@ import (
 
 // ApplyConfiguration is the server-side apply request that makes the controller's field manager own
 // exactly e on the StatefulSet: keyed entries only (annotations by key, volumes and init containers by
-// name, mounts by mount path), never a whole list. With empty entries it releases everything the
-// manager owned, which is how a ScratchVolume is reverted.
+// name, mounts by mount path, environment variables by name), never a whole list. With empty entries
+// it releases everything the manager owned, which is how a ScratchVolume is reverted.
 func (e Entries) ApplyConfiguration(name, namespace string) (*appsv1ac.StatefulSetApplyConfiguration, error) {
 	sts := appsv1ac.StatefulSet(name, namespace)
 	if e.Empty() {
@@ -34,15 +35,21 @@ func (e Entries) ApplyConfiguration(name, namespace string) (*appsv1ac.StatefulS
 		}
 		pod.WithInitContainers(ac)
 	}
-	containers := make([]string, 0, len(e.Mounts))
+	containers := make([]string, 0, len(e.Mounts)+len(e.Env))
 	for c := range e.Mounts {
 		containers = append(containers, c)
 	}
+	for c := range e.Env {
+		containers = append(containers, c)
+	}
 	sort.Strings(containers)
-	for _, c := range containers {
+	for _, c := range slices.Compact(containers) {
 		ac := corev1ac.Container().WithName(c)
 		for _, m := range e.Mounts[c] {
 			ac.WithVolumeMounts(mountApplyConfiguration(m))
+		}
+		for _, v := range e.Env[c] {
+			ac.WithEnv(corev1ac.EnvVar().WithName(v.Name).WithValue(v.Value))
 		}
 		pod.WithContainers(ac)
 	}

@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,6 +24,13 @@ type Entries struct {
 	InitContainers []corev1.Container
 	// Mounts maps a container name to its mounts of our volumes, sorted by mount path.
 	Mounts map[string][]corev1.VolumeMount
+	// Env maps a container name to the variables the controller sets in it, sorted by name, with
+	// the values they must hold: the image's extra-flags variable of ExtraFlags injection, its
+	// owner's value followed by the flags, as the ScratchVolume's state annotation records it. Nil
+	// when there are none. env is a list keyed by name, so an apply of one variable leaves the
+	// others alone; when the owner sets it, the apply changes the owner's value (see
+	// decide.TargetPlan.Force).
+	Env map[string][]corev1.EnvVar
 }
 
 // Desired is what the controller's field manager should own on a StatefulSet: the union of the plans
@@ -78,6 +86,13 @@ func Observed(tmpl *corev1.PodTemplateSpec) Entries {
 			}
 		}
 	}
+	for _, o := range readOverrides(tmpl) {
+		if c := containerNamed(&tmpl.Spec, o.Container); c != nil && o.Env != "" {
+			if v := findEnv(c.Env, o.Env); v != nil && v.ValueFrom == nil {
+				e = e.withEnv(o.Container, corev1.EnvVar{Name: v.Name, Value: v.Value})
+			}
+		}
+	}
 	return e.sorted()
 }
 
@@ -86,7 +101,7 @@ func (e Entries) Equal(o Entries) bool { return equality.Semantic.DeepEqual(e, o
 
 // Empty reports whether there is nothing of ours.
 func (e Entries) Empty() bool {
-	return len(e.Annotations) == 0 && len(e.Volumes) == 0 && len(e.InitContainers) == 0 && len(e.Mounts) == 0
+	return len(e.Annotations) == 0 && len(e.Volumes) == 0 && len(e.InitContainers) == 0 && len(e.Mounts) == 0 && len(e.Env) == 0
 }
 
 // ScratchVolumes lists the ScratchVolumes whose injection annotation is on the template, sorted.
@@ -162,6 +177,19 @@ func (e Entries) sorted() Entries {
 	for _, ms := range e.Mounts {
 		sort.Slice(ms, func(i, j int) bool { return ms[i].MountPath < ms[j].MountPath })
 	}
+	for _, vs := range e.Env {
+		sort.Slice(vs, func(i, j int) bool { return vs[i].Name < vs[j].Name })
+	}
+	return e
+}
+
+// withEnv sets v in container c, in place of a variable of the same name.
+func (e Entries) withEnv(c string, v corev1.EnvVar) Entries {
+	if e.Env == nil {
+		e.Env = map[string][]corev1.EnvVar{}
+	}
+	vs := slices.DeleteFunc(slices.Clone(e.Env[c]), func(x corev1.EnvVar) bool { return x.Name == v.Name })
+	e.Env[c] = append(vs, v)
 	return e
 }
 
@@ -218,15 +246,29 @@ func (e Entries) For(scratchVolume string) Entries {
 			out.Mounts[c] = kept
 		}
 	}
+	if o, ok := decodeOverride(e.Annotations[sv.StateAnnotation()]); ok && o.Env != "" {
+		for _, v := range e.Env[o.Container] {
+			if v.Name == o.Env {
+				out = out.withEnv(o.Container, v)
+			}
+		}
+	}
 	return out
 }
 
-// WithAnnotations adds annotations (the state annotations of Overrides) to e.
+// WithAnnotations adds annotations (the state annotations of Overrides) to e, and the variables
+// those record: each extra-flags variable with the value written.
 func (e Entries) WithAnnotations(a map[string]string) Entries {
 	for k, v := range a {
 		e.Annotations[k] = v
+		if !strings.HasPrefix(k, v1alpha1.StateAnnotationPrefix) {
+			continue
+		}
+		if o, ok := decodeOverride(v); ok && o.Env != "" {
+			e = e.withEnv(o.Container, corev1.EnvVar{Name: o.Env, Value: o.EnvAfter})
+		}
 	}
-	return e
+	return e.sorted()
 }
 
 // Merge adds o's entries to e.
@@ -238,6 +280,11 @@ func (e Entries) Merge(o Entries) Entries {
 	e.InitContainers = append(e.InitContainers, o.InitContainers...)
 	for c, ms := range o.Mounts {
 		e.Mounts[c] = append(e.Mounts[c], ms...)
+	}
+	for c, vs := range o.Env {
+		for _, v := range vs {
+			e = e.withEnv(c, v)
+		}
 	}
 	return e.sorted()
 }

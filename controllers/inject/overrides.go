@@ -53,12 +53,20 @@ func readOverrides(tmpl *corev1.PodTemplateSpec) map[string]override {
 		if !ok {
 			continue
 		}
-		var o override
-		if json.Unmarshal([]byte(v), &o) == nil && o.Container != "" {
+		if o, ok := decodeOverride(v); ok {
 			out[name] = o
 		}
 	}
 	return out
+}
+
+// decodeOverride reads a state annotation's value; false when it is none.
+func decodeOverride(raw string) (override, bool) {
+	var o override
+	if raw == "" || json.Unmarshal([]byte(raw), &o) != nil || o.Container == "" {
+		return override{}, false
+	}
+	return o, true
 }
 
 // undoOverrides removes the recorded flags from the args and the recorded memory from request and
