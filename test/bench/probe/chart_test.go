@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/dbtune/scratch-operator/node-agent/probe"
 	"github.com/dbtune/scratch-operator/test/bench/chart"
 	"github.com/dbtune/scratch-operator/test/bench/method"
 )
@@ -99,6 +100,24 @@ func TestAccuracyChartLayout(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, ch.Panels, cmp.Comparer(sameFloat)); diff != "" {
 		t.Errorf("panels (-want +got):\n%s", diff)
+	}
+}
+
+// Results recorded before the benchmark stopped timing fdatasync on tmpfs still hold it; the chart
+// draws no ratio of those two no-ops, and keeps the disk's.
+func TestAccuracyChartLeavesOutFdatasyncOnTmpfs(t *testing.T) {
+	fsync := func(target string) Comparison {
+		return Comparison{Target: target, Series: "fdatasync/fio", Metric: mFsyncP99, MetricLabel: "fdatasync p99", Unit: unitMicros,
+			Class: Latency, Tolerance: 0.2, ReferenceTool: "fio", OursMedian: ptr(1), ReferenceMedian: ptr(0.5), Ratio: ptr(2), Verdict: WithinUnitOf}
+	}
+	r := &Report{Targets: []TargetInfo{{Name: "tmpfs", Kind: probe.KindTmpfs}, {Name: "disk", Kind: probe.KindDisk}},
+		Comparisons: []Comparison{fsync("tmpfs"), fsync("disk")}}
+	ch := accuracyChart(r)
+	if diff := cmp.Diff([]string{"disk"}, ch.Series); diff != "" {
+		t.Errorf("series (-want +got):\n%s", diff)
+	}
+	if len(ch.Panels) != 1 || len(ch.Panels[0].Groups) != 1 || len(ch.Panels[0].Groups[0].Bars) != 1 {
+		t.Errorf("panels %+v, want the disk's fdatasync bar alone", ch.Panels)
 	}
 }
 
