@@ -29,6 +29,9 @@ func TestNodeIOProfileForTheAgentsNode(t *testing.T) {
 	}
 	assertProbeResults(t, profile)
 
+	// lastRunTime has a resolution of one second, and a run here takes a tenth of one: ask in the
+	// next second, or a run served at once can finish within the first run's second.
+	time.Sleep(time.Until(profile.Status.LastRunTime.Add(1100 * time.Millisecond)))
 	requested := strconv.FormatInt(time.Now().UnixNano(), 10)
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.ProbeRequestedAnnotation, requested)
 	if err := s.admin.Patch(t.Context(), profile, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
