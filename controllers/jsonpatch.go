@@ -1,8 +1,8 @@
 package controllers
 
 // This file is the one place the controller writes with JSON patches: the container fields that
-// server-side apply cannot share (the overrides: args, environment and memory of Args and
-// ExtraFlags injection and Reserve accounting), and the ScratchVolume's status.
+// server-side apply cannot share (the overrides: args and memory of Args injection and Reserve
+// accounting, and the environment an ExtraFlags revert gives back), and the ScratchVolume's status.
 
 import (
 	"context"

@@ -17,6 +17,10 @@ import (
 // the StatefulSet. The controller changes them with an ordinary patch instead, and records what it
 // changed in a state annotation (one per ScratchVolume, itself an applied entry) so that it can later
 // take back exactly its own flags and memory — and notice when someone else changed the values since.
+// ExtraFlags injection records the extra-flags variable there too (the owner's value before, the
+// value written), but sets the variable in the apply itself (Entries.Env): it is one item of env, a
+// list keyed by name, so the injection is one write; the patch only gives the owner's value back on
+// revert.
 
 // override is the content of a state annotation.
 type override struct {

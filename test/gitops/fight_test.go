@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fluxcd/pkg/ssa"
@@ -20,7 +21,8 @@ import (
 // a Bitnami StatefulSet whose repository sets MARIADB_EXTRA_FLAGS, applied by Flux's engine without
 // the rule. Each interval the engine puts the repository's value back and the controller restores
 // its flags, until the controller stops writing with FightingAnotherWriter after at most three
-// restores; from then on neither side writes, and the repository's value stands.
+// restores, naming the engine's field manager as the owner of the value that replaced its flags;
+// from then on neither side writes, and the repository's value stands.
 func TestWithoutTheIgnoreRuleTheFightStops(t *testing.T) {
 	s := requireSuite(t)
 	ns := s.namespace(t)
@@ -77,6 +79,22 @@ func TestWithoutTheIgnoreRuleTheFightStops(t *testing.T) {
 	if v := envValue(sts, "mariadb", "MARIADB_EXTRA_FLAGS"); v != "--max-connections=200 --log-bin=mysql-bin" {
 		t.Errorf("MARIADB_EXTRA_FLAGS is %q after the fight, want the repository's value", v)
 	}
-	t.Logf("the controller stopped after %d restores: %s", len(sv.Status.Targets[0].Restores),
-		meta.FindStatusCondition(sv.Status.Conditions, v1alpha1.ConditionInjected).Message)
+	msg := meta.FindStatusCondition(sv.Status.Conditions, v1alpha1.ConditionInjected).Message
+	t.Logf("the controller stopped after %d restores: %s", len(sv.Status.Targets[0].Restores), msg)
+	// The engine's apply set the value that replaced the flags: it owns that field, and the
+	// message names it as such, and no manager that does not own it.
+	if want := "field manager " + FieldManager + " (with a server-side apply, last change "; !strings.Contains(msg, want) ||
+		!strings.Contains(msg, "owns the value of MARIADB_EXTRA_FLAGS in container mariadb") {
+		t.Errorf("the Injected condition does not name %s as the owner of the variable's value: %s", FieldManager, msg)
+	}
+	for _, wrong := range []string{v1alpha1.FieldManager, "not known", "kube-controller-manager"} {
+		if strings.Contains(msg, wrong) {
+			t.Errorf("the Injected condition says %q: %s", wrong, msg)
+		}
+	}
+	war := sv.Status.Targets[0].WriteWar
+	if war == nil || len(war.Candidates) != 1 || war.Candidates[0].FieldManager != FieldManager ||
+		war.Candidates[0].Operation != metav1.ManagedFieldsOperationApply || len(war.Candidates[0].Owns) != 1 {
+		t.Errorf("status.targets[0].writeWar = %+v, want %s alone, as the owner of the value", war, FieldManager)
+	}
 }

@@ -292,31 +292,42 @@ func (s *suite) ready(t *testing.T, ns, name string) string {
 }
 
 // checkInjections checks that each StatefulSet got the injection the test says it has, so that
-// the intervals prove what the test claims for each kind of image.
-func (s *suite) checkInjections(t *testing.T, ns string) {
+// the intervals prove what the test claims for each kind of image; only, when given, limits the
+// check to those StatefulSets (and their ScratchVolumes).
+func (s *suite) checkInjections(t *testing.T, ns string, only ...string) {
 	t.Helper()
+	checked := func(name string) bool { return len(only) == 0 || slices.Contains(only, name) }
 	got := map[string]v1alpha1.InjectionMode{}
-	for _, name := range []string{"ram", "ram-include"} {
-		for _, target := range testenv.Get[v1alpha1.ScratchVolume](t, s.admin, ns, name).Status.Targets {
+	for name, want := range injections {
+		if !checked(name) {
+			continue
+		}
+		for _, target := range testenv.Get[v1alpha1.ScratchVolume](t, s.admin, ns, want.scratchVolume).Status.Targets {
 			got[target.Name] = target.Injection
 		}
 	}
 	for name, want := range injections {
-		if got[name] != want.injection {
+		if checked(name) && got[name] != want.injection {
 			t.Errorf("StatefulSet %s got injection %q, want %q", name, got[name], want.injection)
 		}
 	}
-	conf := testenv.Get[appsv1.StatefulSet](t, s.admin, ns, "bitnami-mariadb-conf")
-	if !mounts(conf, "mariadb", "/opt/bitnami/mariadb/conf/bitnami/zz-dbtune-scratch.cnf") {
-		t.Errorf("bitnami-mariadb-conf has no drop-in in the directory its my.cnf includes: %+v", conf.Spec.Template.Spec.Containers[0].VolumeMounts)
+	if checked("bitnami-mariadb-conf") {
+		conf := testenv.Get[appsv1.StatefulSet](t, s.admin, ns, "bitnami-mariadb-conf")
+		if !mounts(conf, "mariadb", "/opt/bitnami/mariadb/conf/bitnami/zz-dbtune-scratch.cnf") {
+			t.Errorf("bitnami-mariadb-conf has no drop-in in the directory its my.cnf includes: %+v", conf.Spec.Template.Spec.Containers[0].VolumeMounts)
+		}
 	}
-	bitnami := testenv.Get[appsv1.StatefulSet](t, s.admin, ns, "bitnami-mysql")
-	if v := envValue(bitnami, "mysql", "MYSQL_EXTRA_FLAGS"); !strings.HasPrefix(v, "--tmpdir=") {
-		t.Errorf("bitnami-mysql's MYSQL_EXTRA_FLAGS is %q, want the ScratchVolume's flags", v)
+	if checked("bitnami-mysql") {
+		bitnami := testenv.Get[appsv1.StatefulSet](t, s.admin, ns, "bitnami-mysql")
+		if v := envValue(bitnami, "mysql", "MYSQL_EXTRA_FLAGS"); !strings.HasPrefix(v, "--tmpdir=") {
+			t.Errorf("bitnami-mysql's MYSQL_EXTRA_FLAGS is %q, want the ScratchVolume's flags", v)
+		}
 	}
-	flags := testenv.Get[appsv1.StatefulSet](t, s.admin, ns, "bitnami-mariadb-flags")
-	if v := envValue(flags, "mariadb", "MARIADB_EXTRA_FLAGS"); !strings.HasPrefix(v, "--max-connections=200 --log-bin=mysql-bin --tmpdir=") {
-		t.Errorf("bitnami-mariadb-flags's MARIADB_EXTRA_FLAGS is %q, want the repository's flags, then the ScratchVolume's", v)
+	if checked("bitnami-mariadb-flags") {
+		flags := testenv.Get[appsv1.StatefulSet](t, s.admin, ns, "bitnami-mariadb-flags")
+		if v := envValue(flags, "mariadb", "MARIADB_EXTRA_FLAGS"); !strings.HasPrefix(v, "--max-connections=200 --log-bin=mysql-bin --tmpdir=") {
+			t.Errorf("bitnami-mariadb-flags's MARIADB_EXTRA_FLAGS is %q, want the repository's flags, then the ScratchVolume's", v)
+		}
 	}
 }
 
