@@ -60,6 +60,9 @@ func TestBitnamiFirstInjectionIsOneWrite(t *testing.T) {
 			if v := findVolume(&live.Spec.Template.Spec, "dbtune-scratch-tmp"); v == nil {
 				t.Error("the RAM volume is missing")
 			}
+			if v := envValue(findContainer(live.Spec.Template.Spec.Containers, "mariadb"), "BITNAMI_DEBUG"); v != "false" {
+				t.Errorf("BITNAMI_DEBUG = %q, want the owner's value: the apply of one variable must leave the others alone", v)
+			}
 
 			if err := e.Client.Delete(ctxFor(t), getSV(t, e, ns, "tmp")); err != nil {
 				t.Fatal(err)

@@ -197,7 +197,7 @@ func ConfigKey(desired inject.Entries) string {
 	return strings.Join(keys, ",")
 }
 
-// names names the entries for people.
+// names are what the entries are called, for people.
 func names(cs []contested) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {

@@ -2,7 +2,6 @@ package inject_test
 
 import (
 	"flag"
-	"k8s.io/utils/ptr"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
