@@ -25,7 +25,7 @@ var (
 	muted     = color.RGBA{0x60, 0x60, 0x60, 0xff}
 	alert     = color.RGBA{0xc6, 0x28, 0x28, 0xff}
 	gridColor = color.RGBA{0xd4, 0xd4, 0xd4, 0xff}
-	// pointRim keeps a dot apart from a dark bar and from its neighbours.
+	// pointRim keeps a dot apart from a dark bar and from its neighbors.
 	pointRim = color.RGBA{0xff, 0xff, 0xff, 0xff}
 	// bandColor is pale enough for the grid lines drawn over it to show.
 	bandColor = color.RGBA{0xd4, 0xec, 0xd4, 0xff}

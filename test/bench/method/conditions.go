@@ -100,7 +100,7 @@ func (r *reader) cpuModel() string {
 
 // cgroup tells v2 (cgroup.controllers at the root of /sys/fs/cgroup) from v1.
 func (r *reader) cgroup() string {
-	dir := filepath.Join(r.root, "sys/fs/cgroup")
+	dir := filepath.Join(r.root, "sys", "fs", "cgroup")
 	if _, err := os.Stat(filepath.Join(dir, "cgroup.controllers")); err == nil {
 		return "v2"
 	}

@@ -187,16 +187,16 @@ func TestRecordAt(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("RecordAt (-want +got):\n%s", diff)
 	}
-	if err := os.WriteFile(filepath.Join(root, "sys/fs/cgroup/cgroup.controllers"), []byte("cpu memory\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "sys", "fs", "cgroup", "cgroup.controllers"), []byte("cpu memory\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if got := RecordAt(root, now, nil).Cgroup; got != "v2" {
 		t.Errorf("with cgroup.controllers at the root: cgroup %q, want v2", got)
 	}
-	if err := os.RemoveAll(filepath.Join(root, "sys/fs/cgroup/unified")); err != nil {
+	if err := os.RemoveAll(filepath.Join(root, "sys", "fs", "cgroup", "unified")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(filepath.Join(root, "sys/fs/cgroup/cgroup.controllers")); err != nil {
+	if err := os.Remove(filepath.Join(root, "sys", "fs", "cgroup", "cgroup.controllers")); err != nil {
 		t.Fatal(err)
 	}
 	if got := RecordAt(root, now, nil).Cgroup; got != "v1" {

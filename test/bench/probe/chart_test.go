@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"image/png"
 	"math"
 	"os"
@@ -67,7 +68,7 @@ func TestReplotNamesTheChartAfterItsInput(t *testing.T) {
 	if diff := cmp.Diff([]string{"probe-accuracy.json", "probe-accuracy.png"}, names); diff != "" {
 		t.Errorf("files after the replot (-want +got):\n%s", diff)
 	}
-	if after, _ := os.ReadFile(path); string(after) != string(before) {
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
 		t.Error("the replot rewrote its input")
 	}
 }

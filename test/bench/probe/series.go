@@ -89,8 +89,8 @@ type SeriesResult struct {
 	Err  error
 }
 
-// runSeries runs s.Rounds(rounds) rounds, ours and the references in an order order draws anew
-// for each round. Before every run of a Warm series it warms warm bytes of memory (see
+// runSeries runs s.Rounds(rounds) rounds, ours and the references in an order drawn anew from
+// order for each round. Before every run of a Warm series it warms warm bytes of memory (see
 // warmMemory), and after every run it flushes the target's filesystem, both outside any timing,
 // so that no run pays for memory the hypervisor took back while the previous one ran or for the
 // write-back another one left behind.

@@ -58,7 +58,7 @@ var unitNames = func() []string {
 }()
 
 // joined is what chains a number to the next one of a range or a list: "2.95–3.03 s", "3.7 / 28.4 s".
-var joined = regexp.MustCompile(`^(?:[–-]|[  ]?/[  ]?|[  ]to[  ]|[  ]and[  ])$`)
+var joined = regexp.MustCompile(`^(?:[–-]|[ \x{00a0}\x{202f}]?/[ \x{00a0}\x{202f}]?| to | and )$`)
 
 // Figure is a number of a text, with its unit when it has one.
 type Figure struct {
@@ -118,22 +118,15 @@ func figureAt(text string, i int) (Figure, int, bool) {
 	j := digits(text, i)
 	// Thousands grouped by spaces: "20 000", "2 097 152".
 	for {
-		k := j
-		if strings.HasPrefix(text[k:], " ") {
-			k++
-		} else if strings.HasPrefix(text[k:], " ") {
-			k += len(" ")
-		} else {
+		k := j + groupSeparator(text[j:])
+		e := digits(text, k)
+		if k == j || e-k != 3 || startsDigit(text[e:]) {
 			break
 		}
-		if e := digits(text, k); e-k == 3 && !startsDigit(text[e:]) {
-			j = e
-			continue
-		}
-		break
+		j = e
 	}
 	f := Figure{Offset: i, Dim: Count}
-	intPart := strings.NewReplacer(" ", "", " ", "").Replace(text[i:j])
+	intPart := strings.NewReplacer(" ", "", "\u202f", "", "\u00a0", "").Replace(text[i:j])
 	frac := ""
 	if strings.HasPrefix(text[j:], ".") && startsDigit(text[j+1:]) {
 		e := digits(text, j+1)
@@ -157,10 +150,21 @@ func figureAt(text string, i int) (Figure, int, bool) {
 	return f, end, true
 }
 
+// groupSeparator is the length of the space that groups a number's thousands at the start of s,
+// 0 when there is none.
+func groupSeparator(s string) int {
+	for _, sep := range []string{" ", "\u202f", "\u00a0"} {
+		if strings.HasPrefix(s, sep) {
+			return len(sep)
+		}
+	}
+	return 0
+}
+
 // unitAt reads a unit right after a number ending at j ("1.25x", "47%", "9.71 s"), and returns
 // where it ends, or j and "" when none follows.
 func unitAt(text string, j int) (int, string) {
-	for _, gap := range []string{"", " ", " "} {
+	for _, gap := range []string{"", " ", "\u00a0"} {
 		if !strings.HasPrefix(text[j:], gap) {
 			continue
 		}
@@ -195,7 +199,7 @@ func startsWordChar(s string) bool {
 func skipToken(text string, i int) int {
 	for i < len(text) {
 		r, size := utf8.DecodeRuneInString(text[i:])
-		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("._-=/:#+", r)) {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("._-=/:#+", r) {
 			break
 		}
 		i += size

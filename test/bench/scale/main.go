@@ -125,17 +125,19 @@ func main() {
 	if cfg.levels, err = parseLevels(levels); err == nil {
 		err = validate(&cfg)
 	}
-	if err == nil && cfg.sets != "" {
+	switch {
+	case err != nil:
+	case cfg.sets != "":
 		var md string
 		if md, err = setsMarkdown(".", strings.Split(cfg.sets, ","), true); err == nil {
 			fmt.Print(md)
 		}
-	} else if err == nil && cfg.replot != "" {
+	case cfg.replot != "":
 		if !flagSet("out") {
 			cfg.out = filepath.Dir(cfg.replot)
 		}
 		err = replot(cfg, os.Stdout)
-	} else if err == nil {
+	default:
 		err = measure(cfg)
 	}
 	if err != nil {

@@ -99,7 +99,7 @@ func (r *Report) seed() int64 {
 func (r *Report) writeRuns(b *strings.Builder) {
 	b.WriteString("\n<details><summary>Every run</summary>\n\n| run | measured | volumes | statfs alone | sampling round | listing the pods | fake client's round | scrape | sampler heap | load average (1 min) at its start |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	type row struct{ run, position, volumes int }
-	var rows []row
+	rows := make([]row, 0, r.Settings.Runs*len(r.Settings.VolumeCounts))
 	for i, n := range r.Settings.VolumeCounts {
 		for run := range r.Settings.Runs {
 			// Results from before the order was recorded started each run one count further along.
@@ -139,7 +139,7 @@ func (r *Report) round(run, volumes int) *Round {
 
 // conditions summarizes the conditions every run recorded.
 func (r *Report) conditions() string {
-	var cs []method.Conditions
+	cs := make([]method.Conditions, 0, len(r.Rounds))
 	for _, rd := range r.Rounds {
 		cs = append(cs, rd.Conditions)
 	}
