@@ -36,6 +36,13 @@ var tableRows = []tableRow{
 	{name: "mixed: sysbench p99 latency", unit: "ms", workload: "mixed", run: func(x runResult) float64 { return x.P99Millis }},
 	{name: "mixed: temporary-table queries/s", workload: "mixed", higherIsBetter: true, run: func(x runResult) float64 { return x.QueriesPerSecond }},
 	{name: "mixed: data volume writes", unit: "MiB", workload: "mixed", run: func(x runResult) float64 { return x.DeviceWriteMiB }},
+	{name: "reports: sysbench transactions/s", workload: reportsWorkload, higherIsBetter: true, run: func(x runResult) float64 { return x.TPS }},
+	{name: "reports: sysbench p95 latency", unit: "ms", workload: reportsWorkload, run: func(x runResult) float64 { return x.P95Millis }},
+	{name: "reports: sysbench p99 latency", unit: "ms", workload: reportsWorkload, run: func(x runResult) float64 { return x.P99Millis }},
+	{name: "reports: time to stage a table", unit: "s", workload: reportsWorkload, run: func(x runResult) float64 { return x.StageSeconds }},
+	{name: "reports: staged MiB read/s", workload: reportsWorkload, higherIsBetter: true, run: func(x runResult) float64 { return x.ScanMiBPerSecond }},
+	{name: "reports: data volume writes", unit: "MiB", workload: reportsWorkload, run: func(x runResult) float64 { return x.DeviceWriteMiB }},
+	{name: "reports: memory cgroup peak", unit: "MiB", workload: reportsWorkload, run: func(x runResult) float64 { return x.MemoryPeakMiB }},
 	{name: memoryRow, unit: "MiB", variant: func(v *variant) float64 { return v.MemoryPeakMiB }},
 }
 
@@ -188,7 +195,7 @@ type comparisonRecord struct {
 }
 
 // workloadOrder is the order the workloads run in, and their tables of every run are printed.
-var workloadOrder = []string{"temp", "bigsort", "alter", alterRAM, "mixed"}
+var workloadOrder = []string{"temp", "bigsort", "alter", alterRAM, "mixed", reportsWorkload}
 
 // writeRuns writes one table per workload of every run, in the order run, with the load average
 // each started under when it was recorded.
@@ -203,7 +210,11 @@ func (r *results) writeRuns(b *strings.Builder) {
 		for _, row := range rows {
 			fmt.Fprintf(b, " %s |", strings.TrimPrefix(row.name, w+": "))
 		}
-		b.WriteString(" load average (1 min) at its start |\n|---:|---|---:|" + strings.Repeat("---:|", len(rows)) + "---:|\n")
+		pool := poolRecorded(runs)
+		if pool {
+			b.WriteString(" buffer pool free at its start |")
+		}
+		b.WriteString(" load average (1 min) at its start |\n|---:|---|---:|" + strings.Repeat("---:|", len(rows)+boolCount(pool)) + "---:|\n")
 		for _, run := range runs {
 			ran, load := "–", "not recorded"
 			if run.Position > 0 {
@@ -220,10 +231,33 @@ func (r *results) writeRuns(b *strings.Builder) {
 				}
 				fmt.Fprintf(b, " %s |", strings.TrimSpace(fmt.Sprintf("%.2f %s", row.run(run.runResult), row.unit)))
 			}
+			if pool {
+				fmt.Fprintf(b, " %s |", poolCell(run.BufferPoolFreePercent))
+			}
 			fmt.Fprintf(b, " %s |\n", load)
 		}
 		b.WriteString("\n</details>\n")
 	}
+}
+
+// poolRecorded says whether any of runs recorded its buffer pool's free pages.
+func poolRecorded(runs []variantRun) bool {
+	return slices.ContainsFunc(runs, func(r variantRun) bool { return r.BufferPoolFreePercent != nil })
+}
+
+// poolCell is a run's share of free buffer pool pages at its start.
+func poolCell(pct *float64) string {
+	if pct == nil {
+		return "not recorded"
+	}
+	return fmt.Sprintf("%.1f %%", *pct)
+}
+
+func boolCount(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // variantRun is a run with the variant it ran on.

@@ -75,6 +75,17 @@ type config struct {
 	memoryLimit        resource.Quantity
 	bufferPool         resource.Quantity
 	scratchSize        resource.Quantity
+	// The reports workload (0 duration: skipped).
+	reportsDuration time.Duration
+	reportClients   int
+	reportMiB       int
+	reportHold      time.Duration
+	// sysbenchTableSize is the rows of each of sysbench's tables; variantList and workloadList, when
+	// set, keep only the variants and workloads they name.
+	sysbenchTableSize int
+	extraServerArgs   []string
+	variantList       []string
+	workloadList      []string
 }
 
 func main() {
@@ -99,6 +110,17 @@ func main() {
 	flag.StringVar(&cfg.server, "server", "machine", "the database server: this machine's MariaDB packages (machine), or a database test image unpacked by make images-databases (mariadb-sid: MariaDB 11.8, mysql-sid: MySQL 9.7)")
 	flag.StringVar(&cfg.sessionTablespaces, "session-tablespaces", "", "the injected variant's spec.mysql.sessionTempTablespaces on MySQL: Memory, Disk, or empty for the controller's default (Memory)")
 	flag.Int64Var(&cfg.seed, "seed", method.NewSeed(), "seed of the variants' order in each round and of the intervals (recorded in the results)")
+	flag.DurationVar(&cfg.reportsDuration, "reports-duration", 0, "length of each reports run: report jobs staging -report-mib in a temporary table and reading it for -report-hold, beside sysbench (0: skip it)")
+	flag.IntVar(&cfg.reportClients, "report-clients", 2, "report jobs running at once in the reports runs")
+	flag.IntVar(&cfg.reportMiB, "report-mib", 160, "MiB each report job stages in its temporary table")
+	flag.DurationVar(&cfg.reportHold, "report-hold", 45*time.Second, "how long a report job reads its staged table before dropping it: longer than vm.dirty_expire_centisecs lets writeback reach it")
+	flag.IntVar(&cfg.sysbenchTableSize, "sysbench-table-size", 10000, "rows in each of sysbench's 4 tables: about 4 × 250 bytes × this much data, larger than the buffer pool to keep it full")
+	flag.Func("server-args", "space-separated server options every variant gets besides the benchmark's own (e.g. --temptable-max-ram=128M for a small MySQL pod)", func(s string) error {
+		cfg.extraServerArgs = strings.Fields(s)
+		return nil
+	})
+	flag.Func("variants", "comma-separated variants to run (default: all of tmpfs, disk and, with -volume, volume)", listFlag(&cfg.variantList))
+	flag.Func("workloads", "comma-separated workloads to run (default: all that the sizes enable: temp, bigsort, alter, alter-ram, mixed, reports)", listFlag(&cfg.workloadList))
 	flag.StringVar(&cfg.replot, "replot", "", "draw the chart of an existing results file instead of measuring, to a PNG of its name (in -out, default beside it)")
 	flag.Parse()
 	var err error
@@ -154,16 +176,12 @@ func run(cfg config) error {
 	if err := startVariants(ctx, h, cfg, &variants); err != nil {
 		return err
 	}
-	// The first runs after loading find cold caches and a purge backlog; they are not measured.
-	warm := cfg
-	warm.queries, warm.mixedDuration = max(cfg.queries/4, cfg.clients), 5*time.Second
-	for _, v := range variants {
-		if _, err := v.temp(ctx, warm); err != nil {
-			return fmt.Errorf("%s warm-up: %w", v.name, err)
-		}
-		if _, err := v.mixed(ctx, warm); err != nil {
-			return fmt.Errorf("%s warm-up: %w", v.name, err)
-		}
+	ws, err := selectWorkloads(workloads(cfg), cfg.workloadList)
+	if err != nil {
+		return err
+	}
+	if err := warmUp(ctx, cfg, variants, ws); err != nil {
+		return err
 	}
 	res := newResults(h, cfg, variants)
 	res.Settings.Seed = cfg.seed
@@ -172,7 +190,7 @@ func run(cfg config) error {
 		res.Machine.Image = cfg.server
 	}
 	versions := toolVersions(ctx, res.Machine.server())
-	for _, w := range workloads(cfg) {
+	for _, w := range ws {
 		if err := runAlternating(ctx, cfg, order, versions, variants, res, w); err != nil {
 			return err
 		}
@@ -221,7 +239,30 @@ func workloads(cfg config) []workload {
 			workload{name: "alter", run: (*variant).alter},
 			workload{name: alterRAM, run: (*variant).alterInRAM, only: "tmpfs"})
 	}
-	return append(ws, workload{name: "mixed", run: (*variant).mixed})
+	ws = append(ws, workload{name: "mixed", run: (*variant).mixed})
+	if cfg.reportsDuration > 0 {
+		ws = append(ws, workload{name: reportsWorkload, run: (*variant).reports})
+	}
+	return ws
+}
+
+// warmUp runs short versions of the measured workloads once on every variant: the first runs
+// after loading find cold caches and a purge backlog, and are not measured.
+func warmUp(ctx context.Context, cfg config, variants []*variant, ws []workload) error {
+	warm := cfg
+	warm.queries, warm.mixedDuration = max(cfg.queries/4, cfg.clients), 5*time.Second
+	warm.reportsDuration, warm.reportHold = 20*time.Second, 5*time.Second
+	for _, v := range variants {
+		for _, w := range ws {
+			if w.name != "temp" && w.name != "mixed" && w.name != reportsWorkload {
+				continue
+			}
+			if r, err := w.run(v, ctx, warm); err != nil || r.Failed != "" {
+				return fmt.Errorf("%s %s warm-up: %w %s", v.name, w.name, err, r.Failed)
+			}
+		}
+	}
+	return nil
 }
 
 // runAlternating runs w cfg.runs times on every variant it applies to, the variants taking turns so
@@ -261,6 +302,14 @@ func toolVersions(ctx context.Context, server string) map[string]string {
 		v[tool] = strings.TrimSpace(string(out))
 	}
 	return v
+}
+
+// listFlag parses a flag's value as a comma-separated list.
+func listFlag(list *[]string) func(string) error {
+	return func(s string) error {
+		*list = strings.Split(s, ",")
+		return nil
+	}
 }
 
 // quantityFlag parses a flag's value as a Kubernetes quantity (4Gi, 2560Mi).

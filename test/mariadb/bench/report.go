@@ -81,6 +81,29 @@ type settings struct {
 	SessionTablespaces string `json:"sessionTempTablespaces,omitempty"`
 	// MemoryLimit is the database container's limits.memory; the buffer pool is in ServerArgs.
 	MemoryLimit string `json:"memoryLimit,omitempty"`
+	// Reports are the reports workload's settings, when it ran.
+	Reports *reportSettings `json:"reports,omitempty"`
+}
+
+// reportSettings describe the reports runs: how long each lasted, how many jobs ran at once, and
+// what each staged and read.
+type reportSettings struct {
+	Seconds     float64  `json:"seconds"`
+	Clients     int      `json:"clients"`
+	StageMiB    int      `json:"stageMiB"`
+	HoldSeconds float64  `json:"holdSeconds"`
+	Statements  []string `json:"statements"`
+}
+
+// reportSettingsFor are cfg's reports settings, nil when the reports workload is skipped.
+func reportSettingsFor(cfg config) *reportSettings {
+	if cfg.reportsDuration <= 0 {
+		return nil
+	}
+	return &reportSettings{
+		Seconds: cfg.reportsDuration.Seconds(), Clients: cfg.reportClients, StageMiB: cfg.reportMiB,
+		HoldSeconds: cfg.reportHold.Seconds(), Statements: append(stageStatements(cfg.reportMiB), scanStatement),
+	}
 }
 
 // bigSortQuery is the large sort the results measured.
@@ -127,9 +150,10 @@ func newResults(h *mariadb.Host, cfg config, variants []*variant) *results {
 			ServerArgs: serverArgs(cfg, h.Server.Flavor), ScratchVolumeSize: cfg.scratchSize.String(), Rows: cfg.rows,
 			Queries: []string{groupQuery, sortQuery}, SlapClients: cfg.clients, SlapQueries: cfg.queries,
 			MixedSeconds: cfg.mixedDuration.Seconds(), SysbenchThreads: cfg.sysbenchThreads,
-			SysbenchTables: sysbenchTables, MixedTempClients: cfg.tempClients, RunsPerMeasurement: cfg.runs,
+			SysbenchTables: cfg.sysbenchTables(), MixedTempClients: cfg.tempClients, RunsPerMeasurement: cfg.runs,
 			BigSortMiB: cfg.bigSortMiB, BigSortQuery: bigSortQuery(cfg.bigSortMiB),
 			SessionTablespaces: cfg.sessionTablespaces, AlterMiB: cfg.alterMiB, MemoryLimit: cfg.memoryLimit.String(),
+			Reports: reportSettingsFor(cfg),
 		},
 		Variants: map[string]*variant{},
 		Runs:     map[string][]runResult{},
@@ -223,10 +247,27 @@ func (r *results) baseName() string {
 	if r.Settings.SessionTablespaces != "" {
 		prefix += "-session-tablespaces-" + strings.ToLower(r.Settings.SessionTablespaces)
 	}
-	if v := r.Variants["tmpfs"]; v != nil && v.DataVolume != "" {
+	v := r.Variants["tmpfs"]
+	switch {
+	case v != nil && v.DataVolume != "" && r.onlyReports():
+		profile, _, _ := strings.Cut(v.DataVolume, " ")
+		return prefix + "-reports-" + profile
+	case v != nil && v.DataVolume != "":
 		return prefix + "-cloudvolume"
 	}
 	return prefix + "-tmpdir"
+}
+
+// onlyReports says whether the reports workload is all the results hold.
+func (r *results) onlyReports() bool {
+	for _, runs := range r.Runs {
+		for _, run := range runs {
+			if run.Workload != reportsWorkload {
+				return false
+			}
+		}
+	}
+	return r.hasRuns(reportsWorkload)
 }
 
 // writeChart draws the chart to dir/<base>.png and returns that path.
@@ -272,6 +313,9 @@ func (r *results) serverFlag() string {
 
 // markdown is the section for docs/benchmarks.md.
 func (r *results) markdown(pngPath, jsonPath string) string {
+	if r.onlyReports() {
+		return r.reportsMarkdown(pngPath, jsonPath)
+	}
 	vt := r.Variants["tmpfs"]
 	vd := r.Variants["disk"]
 	var b strings.Builder
@@ -352,4 +396,21 @@ func (r *results) oomKills() string {
 		parts = append(parts, fmt.Sprintf("%s %d", name, r.Variants[name].OOMKills))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// reportsMarkdown is the section for docs/benchmarks.md of a run of the reports workload alone.
+func (r *results) reportsMarkdown(pngPath, jsonPath string) string {
+	var b strings.Builder
+	rs := r.Settings.Reports
+	fmt.Fprintf(&b, "## %s: reports beside a write load, in a %s pod\n\n", r.Machine.server(), r.Settings.MemoryLimit)
+	fmt.Fprintf(&b, "Measured %s on %d CPUs, Linux %s, by `go run ./test/mariadb/bench%s` (as root), server settings `%s`, variants %s, %s. ",
+		r.Generated.Format("2006-01-02"), r.Machine.CPUs, r.Machine.Kernel, r.serverFlag(), strings.Join(r.Settings.ServerArgs, " "),
+		strings.Join(r.order, ", "), r.orderText())
+	if rs != nil {
+		fmt.Fprintf(&b, "Each run: sysbench oltp_write_only (%d threads, %s) for %.0f s while %d report jobs each stage %d MiB in a temporary table and read it for %.0f s (`%s`).\n\n",
+			r.Settings.SysbenchThreads, strings.Join(r.Settings.SysbenchTables, " "), rs.Seconds, rs.Clients, rs.StageMiB, rs.HoldSeconds, strings.Join(rs.Statements, "; "))
+	}
+	b.WriteString(r.block())
+	fmt.Fprintf(&b, "\nEvery run, chart and raw figure: `%s`, `%s`.\n", filepath.Base(pngPath), filepath.Base(jsonPath))
+	return b.String()
 }

@@ -37,6 +37,19 @@ var panels = []struct {
 		{"p95", "mixed", func(r runResult) float64 { return r.P95Millis }},
 		{"p99", "mixed", func(r runResult) float64 { return r.P99Millis }},
 	}},
+	{"reports: sysbench throughput\n(higher is better)", "transactions per second (tx/s)", []measure{
+		{"oltp_write_only beside the reports", reportsWorkload, func(r runResult) float64 { return r.TPS }},
+	}},
+	{"reports: sysbench latency\n(lower is better)", "latency (ms)", []measure{
+		{"p95", reportsWorkload, func(r runResult) float64 { return r.P95Millis }},
+		{"p99", reportsWorkload, func(r runResult) float64 { return r.P99Millis }},
+	}},
+	{"reports: staged data read\n(higher is better)", "MiB/s", []measure{
+		{"staged table scans", reportsWorkload, func(r runResult) float64 { return r.ScanMiBPerSecond }},
+	}},
+	{"reports: staging\n(lower is better)", "time to stage a table (s)", []measure{
+		{"CREATE TEMPORARY TABLE … SELECT", reportsWorkload, func(r runResult) float64 { return r.StageSeconds }},
+	}},
 }
 
 // chart draws the median of each variant's runs as a bar and every run as a dot over it: with a

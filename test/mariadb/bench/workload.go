@@ -54,7 +54,7 @@ func serverArgs(cfg config, flavor v1alpha1.MySQLFlavor) []string {
 		"--max-connections=300",
 		"--innodb-buffer-pool-dump-at-shutdown=OFF",
 		"--innodb-buffer-pool-load-at-startup=OFF",
-	}, binlog...)
+	}, append(binlog, cfg.extraServerArgs...)...)
 }
 
 // seqRows is a derived table of the integers 1 to n in its column seq, read from bench.seq (made by
@@ -85,8 +85,10 @@ func mysqldSize(bytes int64) string {
 // dataDir is where the data volume is mounted and the server keeps its data.
 const dataDir = "/var/lib/mysql"
 
-// sysbenchTables sizes sysbench's schema.
-var sysbenchTables = []string{"--tables=4", "--table-size=10000"}
+// sysbenchTables sizes sysbench's schema: four tables of cfg.sysbenchTableSize rows.
+func (cfg config) sysbenchTables() []string {
+	return []string{"--tables=4", "--table-size=" + strconv.Itoa(cfg.sysbenchTableSize)}
+}
 
 // variant is one of the two pods compared.
 type variant struct {
@@ -118,6 +120,8 @@ type variant struct {
 	// that is another device.
 	dataDevice, nodeDevice string
 	volume                 *cloudvolume.Volume
+	// sysbenchTables sizes sysbench's schema (config.sysbenchTables).
+	sysbenchTables []string
 }
 
 func statefulSet(h *mariadb.Host, cfg config, name string, extraArgs ...string) *appsv1.StatefulSet {
@@ -174,19 +178,36 @@ var variantNames = []string{"tmpfs", "disk"}
 // files then share with the redo log.
 const volumeVariant = "volume"
 
-// variantsFor lists the variants a run with cfg measures.
-func variantsFor(cfg config) []string {
-	if cfg.volume == "none" {
-		return variantNames
+// variantsFor lists the variants a run with cfg measures: those of cfg.variantList, when it
+// names any.
+func variantsFor(cfg config) ([]string, error) {
+	all := variantNames
+	if cfg.volume != "none" {
+		all = append(slices.Clone(variantNames), volumeVariant)
 	}
-	return append(slices.Clone(variantNames), volumeVariant)
+	if len(cfg.variantList) == 0 {
+		return all, nil
+	}
+	if !slices.Contains(cfg.variantList, "tmpfs") {
+		return nil, errors.New("-variants: every run compares tmpfs with the others, and has it")
+	}
+	for _, name := range cfg.variantList {
+		if !slices.Contains(all, name) {
+			return nil, fmt.Errorf("-variants: %q is not a variant of this run (it has %s)", name, strings.Join(all, ", "))
+		}
+	}
+	return cfg.variantList, nil
 }
 
 // startVariants starts the injected pod and the pod as written, each on a cloud-shaped data volume
 // when cfg asks for one, and loads the same data into both. Each variant is added to out as soon as
 // it exists, so that the caller can shut down what was made when a later step fails.
 func startVariants(ctx context.Context, h *mariadb.Host, cfg config, out *[]*variant) error {
-	for _, name := range variantsFor(cfg) {
+	names, err := variantsFor(cfg)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
 		var extraArgs []string
 		if name == volumeVariant {
 			extraArgs = append(extraArgs, "--tmpdir="+dataDir)
@@ -200,7 +221,7 @@ func startVariants(ctx context.Context, h *mariadb.Host, cfg config, out *[]*var
 		if err != nil {
 			return err
 		}
-		v := &variant{name: name, pod: pod}
+		v := &variant{name: name, pod: pod, sysbenchTables: cfg.sysbenchTables()}
 		*out = append(*out, v)
 		if err := v.attachVolume(cfg); err != nil {
 			return err
@@ -308,7 +329,7 @@ func fsType(pod *mariadb.Pod, dir string) (string, error) {
 // load creates the table the temporary-table queries read and sysbench's tables.
 func (v *variant) load(ctx context.Context, cfg config) error {
 	groups := max(cfg.rows/4, 1)
-	for _, q := range append(seqLoad(max(int64(cfg.rows), bigSortRows(cfg.bigSortMiB), alterRows(cfg.alterMiB))),
+	for _, q := range append(seqLoad(max(int64(cfg.rows), bigSortRows(cfg.bigSortMiB), alterRows(cfg.alterMiB), stageRows(cfg.reportMiB))),
 		"CREATE DATABASE sbtest",
 		"CREATE TABLE bench.docs (id INT PRIMARY KEY, grp TEXT, note TEXT) ENGINE=InnoDB",
 		fmt.Sprintf("INSERT INTO bench.docs SELECT seq, CONCAT('group-', seq %% %d), %s FROM %s", groups, text(40), seqRows(int64(cfg.rows))),
@@ -389,7 +410,7 @@ func waitForDirtyPages(ctx context.Context, db *sql.DB, pages int64) error {
 
 func (v *variant) sysbench(ctx context.Context, args ...string) (string, error) {
 	argv := append([]string{"oltp_write_only", "--db-driver=mysql", "--mysql-socket=" + v.socket, "--mysql-user=root",
-		"--mysql-db=sbtest"}, sysbenchTables...)
+		"--mysql-db=sbtest"}, v.sysbenchTables...)
 	out, err := exec.CommandContext(ctx, "sysbench", append(argv, args...)...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("sysbench %s: %w\n%s", strings.Join(args, " "), err, out)
@@ -431,6 +452,15 @@ type runResult struct {
 	// MemoryPeakMiB is the highest charge of the container's memory cgroup seen during the run,
 	// sampled every memorySampleInterval: the server, the page cache of its files and the tmpfs.
 	MemoryPeakMiB float64 `json:"memoryPeakMiB,omitempty"`
+	// Reports counts the report jobs that staged, read and dropped their table (reports);
+	// StageSeconds is the median time a job took to stage it, and ScanMiBPerSecond how many MiB
+	// of staged rows the jobs read per second, together.
+	Reports          int64   `json:"reports,omitempty"`
+	StageSeconds     float64 `json:"stageSeconds,omitempty"`
+	ScanMiBPerSecond float64 `json:"scanMiBPerSecond,omitempty"`
+	// BufferPoolFreePercent is the share of the buffer pool's pages that were free when the run
+	// began; files from before it was recorded have none.
+	BufferPoolFreePercent *float64 `json:"bufferPoolFreePercent,omitempty"`
 	// Conditions are the machine's when the run started; files from before they were recorded
 	// have none.
 	Conditions *method.Conditions `json:"conditions,omitempty"`
@@ -503,6 +533,9 @@ func (r runResult) brief() string {
 	switch {
 	case r.Failed != "":
 		return "failed: " + r.Failed
+	case r.Workload == reportsWorkload:
+		return fmt.Sprintf("%.0f tps, p99 %.1f ms, %d reports, staged in %.1f s, %.0f MiB/s scanned, %.1f MiB written",
+			r.TPS, r.P99Millis, r.Reports, r.StageSeconds, r.ScanMiBPerSecond, r.DeviceWriteMiB)
 	case r.Workload == "mixed":
 		return fmt.Sprintf("%.0f tps, p95 %.1f ms, p99 %.1f ms", r.TPS, r.P95Millis, r.P99Millis)
 	}
@@ -573,6 +606,8 @@ func (v *variant) measure(ctx context.Context, r *runResult, workload func() err
 	if err != nil {
 		return err
 	}
+	free := bufferPoolFreePercent(before)
+	r.BufferPoolFreePercent = &free
 	data, node := deviceWritten(v.dataDevice), deviceWritten(v.nodeDevice)
 	stopWatching := v.watchMemory()
 	err = workload()
@@ -622,7 +657,8 @@ func (v *variant) watchMemory() (stop func() int64) {
 
 func (v *variant) counters(ctx context.Context) (map[string]int64, error) {
 	rows, err := v.pod.DB().QueryContext(ctx,
-		"SHOW GLOBAL STATUS WHERE Variable_name IN ('Created_tmp_disk_tables', 'Created_tmp_files', 'Sort_merge_passes')")
+		"SHOW GLOBAL STATUS WHERE Variable_name IN ('Created_tmp_disk_tables', 'Created_tmp_files', 'Sort_merge_passes', "+
+			"'Innodb_buffer_pool_pages_free', 'Innodb_buffer_pool_pages_total')")
 	if err != nil {
 		return nil, err
 	}
