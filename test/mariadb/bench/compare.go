@@ -15,6 +15,9 @@ type tableRow struct {
 	higherIsBetter       bool
 	run                  func(runResult) float64
 	variant              func(*variant) float64
+	// recorded, when set, says whether a run recorded the row's figure: rows no run recorded are
+	// left out.
+	recorded func(runResult) bool
 }
 
 // tableRows are the rows of the Markdown table.
@@ -42,6 +45,8 @@ var tableRows = []tableRow{
 	{name: "reports: time to stage a table", unit: "s", workload: reportsWorkload, run: func(x runResult) float64 { return x.StageSeconds }},
 	{name: "reports: staged MiB read/s", workload: reportsWorkload, higherIsBetter: true, run: func(x runResult) float64 { return x.ScanMiBPerSecond }},
 	{name: "reports: data volume writes", unit: "MiB", workload: reportsWorkload, run: func(x runResult) float64 { return x.DeviceWriteMiB }},
+	{name: "reports: data volume reads", unit: "MiB", workload: reportsWorkload, run: func(x runResult) float64 { return x.VolumeReadMiB }, recorded: func(x runResult) bool { return x.VolumeRequestsPerSecond > 0 }},
+	{name: "reports: data volume requests/s", workload: reportsWorkload, run: func(x runResult) float64 { return x.VolumeRequestsPerSecond }, recorded: func(x runResult) bool { return x.VolumeRequestsPerSecond > 0 }},
 	{name: "reports: memory cgroup peak", unit: "MiB", workload: reportsWorkload, run: func(x runResult) float64 { return x.MemoryPeakMiB }},
 	{name: memoryRow, unit: "MiB", variant: func(v *variant) float64 { return v.MemoryPeakMiB }},
 }
@@ -70,8 +75,20 @@ func (r *results) rows() []tableRow {
 		if row.workload == "" {
 			return r.Variants["tmpfs"].MemoryLimitMiB == 0
 		}
-		return !r.hasRuns(row.workload)
+		return !r.hasRuns(row.workload) || row.recorded != nil && !r.anyRun(row.workload, row.recorded)
 	})
+}
+
+// anyRun says whether any run of workload w satisfies ok.
+func (r *results) anyRun(w string, ok func(runResult) bool) bool {
+	for _, runs := range r.Runs {
+		for _, run := range runs {
+			if run.Workload == w && ok(run) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // others are the variants tmpfs is compared with.

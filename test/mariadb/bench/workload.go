@@ -458,6 +458,11 @@ type runResult struct {
 	Reports          int64   `json:"reports,omitempty"`
 	StageSeconds     float64 `json:"stageSeconds,omitempty"`
 	ScanMiBPerSecond float64 `json:"scanMiBPerSecond,omitempty"`
+	// VolumeRequestsPerSecond is the rate of requests, reads and writes, the cloud-shaped data
+	// volume served over the run (its IOPS), and VolumeReadMiB what it read; files from before
+	// they were recorded, and runs without such a volume, have neither.
+	VolumeRequestsPerSecond float64 `json:"volumeRequestsPerSecond,omitempty"`
+	VolumeReadMiB           float64 `json:"volumeReadMiB,omitempty"`
 	// BufferPoolFreePercent is the share of the buffer pool's pages that were free when the run
 	// began; files from before it was recorded have none.
 	BufferPoolFreePercent *float64 `json:"bufferPoolFreePercent,omitempty"`
@@ -534,8 +539,8 @@ func (r runResult) brief() string {
 	case r.Failed != "":
 		return "failed: " + r.Failed
 	case r.Workload == reportsWorkload:
-		return fmt.Sprintf("%.0f tps, p99 %.1f ms, %d reports, staged in %.1f s, %.0f MiB/s scanned, %.1f MiB written",
-			r.TPS, r.P99Millis, r.Reports, r.StageSeconds, r.ScanMiBPerSecond, r.DeviceWriteMiB)
+		return fmt.Sprintf("%.0f tps, p99 %.1f ms, %d reports, staged in %.1f s, %.0f MiB/s scanned, %.1f MiB written, %.1f MiB read, %.0f requests/s",
+			r.TPS, r.P99Millis, r.Reports, r.StageSeconds, r.ScanMiBPerSecond, r.DeviceWriteMiB, r.VolumeReadMiB, r.VolumeRequestsPerSecond)
 	case r.Workload == "mixed":
 		return fmt.Sprintf("%.0f tps, p95 %.1f ms, p99 %.1f ms", r.TPS, r.P95Millis, r.P99Millis)
 	}
@@ -609,12 +614,14 @@ func (v *variant) measure(ctx context.Context, r *runResult, workload func() err
 	free := bufferPoolFreePercent(before)
 	r.BufferPoolFreePercent = &free
 	data, node := deviceWritten(v.dataDevice), deviceWritten(v.nodeDevice)
+	volumeBefore, began := v.volumeStats(), time.Now()
 	stopWatching := v.watchMemory()
 	err = workload()
 	r.MemoryPeakMiB = float64(stopWatching()) / (1 << 20)
 	if err != nil {
 		return err
 	}
+	r.recordVolume(volumeBefore, v.volumeStats(), time.Since(began))
 	r.DeviceWriteMiB = float64(deviceWritten(v.dataDevice)-data) / (1 << 20)
 	if v.nodeDevice != "" {
 		r.NodeDiskWriteMiB = float64(deviceWritten(v.nodeDevice)-node) / (1 << 20)
@@ -627,6 +634,26 @@ func (v *variant) measure(ctx context.Context, r *runResult, workload func() err
 	r.TmpFiles = after["Created_tmp_files"] - before["Created_tmp_files"]
 	r.SortMergePasses = after["Sort_merge_passes"] - before["Sort_merge_passes"]
 	return nil
+}
+
+// volumeStats are the cloud-shaped data volume's counters, nil without one.
+func (v *variant) volumeStats() *cloudvolume.Stats {
+	if v.volume == nil {
+		return nil
+	}
+	s := v.volume.Stats()
+	return &s
+}
+
+// recordVolume notes the requests the cloud-shaped volume served over a run of length d, and the
+// bytes it read, from its counters before and after; nothing without a volume.
+func (r *runResult) recordVolume(before, after *cloudvolume.Stats, d time.Duration) {
+	if before == nil || after == nil || d <= 0 {
+		return
+	}
+	requests := float64(after.Reads + after.Writes - before.Reads - before.Writes)
+	r.VolumeRequestsPerSecond = requests / d.Seconds()
+	r.VolumeReadMiB = float64(after.ReadBytes-before.ReadBytes) / (1 << 20)
 }
 
 // watchMemory samples the container's memory charge until stop is called, which returns the
