@@ -28,5 +28,5 @@ func TestPublishedBlocks(t *testing.T) {
 			return "", err
 		}
 		return r.block(), nil
-	}})
+	}, "mariadb-pays": paysBlock})
 }

@@ -280,8 +280,8 @@ func (r *results) writeChart(dir, base string) (string, error) {
 	return pngPath, os.WriteFile(pngPath, png.Bytes(), 0o644)
 }
 
-// readResults reads a mariadb-tmpdir.json or mariadb-cloudvolume.json. Its variants' order is not in the file: they are put
-// in the order the benchmark runs them.
+// readResults reads a results file of the benchmark. Its variants' order is not in the file: they
+// are put in the order the benchmark lists them, tmpfs first.
 func readResults(path string) (*results, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -291,14 +291,13 @@ func readResults(path string) (*results, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("failed to parse %s: %w", path, err)
 	}
-	for _, name := range variantNames {
-		if r.Variants[name] == nil || len(r.Runs[name]) == 0 {
-			return nil, fmt.Errorf("%s has no runs of the %s variant: not the benchmark's results", path, name)
+	for _, name := range append(slices.Clone(variantNames), volumeVariant) {
+		if r.Variants[name] != nil && len(r.Runs[name]) > 0 {
+			r.order = append(r.order, name)
 		}
-		r.order = append(r.order, name)
 	}
-	if r.Variants[volumeVariant] != nil && len(r.Runs[volumeVariant]) > 0 {
-		r.order = append(r.order, volumeVariant)
+	if len(r.order) < 2 || r.order[0] != "tmpfs" {
+		return nil, fmt.Errorf("%s has no runs of tmpfs and another variant: not the benchmark's results", path)
 	}
 	return &r, nil
 }

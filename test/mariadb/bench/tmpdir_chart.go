@@ -56,7 +56,7 @@ var panels = []struct {
 // handful of runs on a shared machine, the spread says as much as the median.
 func (r *results) chart() *chart.Chart {
 	ch := &chart.Chart{
-		Title:      r.Machine.server() + ": tmpdir on tmpfs vs on disk",
+		Title:      r.Machine.server() + r.chartSubject(),
 		Series:     r.order,
 		PointLabel: "each run",
 		Machine:    fmt.Sprintf("%d CPUs, Linux %s, %s", r.Machine.CPUs, r.Machine.Kernel, r.Machine.server()),
@@ -138,4 +138,12 @@ func (r *results) variantNote() string {
 		}
 	}
 	return b.String()
+}
+
+// chartSubject says what the chart compares, after the server's name.
+func (r *results) chartSubject() string {
+	if r.onlyReports() {
+		return ": reports beside a write load, tmpdir on tmpfs vs on the data volume"
+	}
+	return ": tmpdir on tmpfs vs on disk"
 }
