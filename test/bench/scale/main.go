@@ -4,8 +4,12 @@
 // (ConfigMaps, some of 100 KiB, Secrets, Pods on kwok nodes). For each N it measures, side by side
 // in one run and as medians of several runs:
 //
-//   - the limit: a bare client sending the manager's own writes (the same ConfigMap and StatefulSet
-//     server-side applies, same field manager, same concurrency and client-side limit);
+//   - the baseline: a bare client doing the manager's work without a controller — the same reads
+//     of each StatefulSet, the same plan by the controller's planning code, the same ConfigMap and
+//     StatefulSet server-side applies, same field manager, same concurrency and client-side limit —
+//     timed from its first request, while no manager runs; so manager / bare is the controller's
+//     overhead over the same requests, not a limit of the API server. Each run gives the bare
+//     client and a manager started for the purpose their turns in an order drawn from -seed;
 //   - convergence: one selector ScratchVolume per namespace until every StatefulSet carries the
 //     injection and every ScratchVolume is Ready; then one ScratchVolume per StatefulSet at once;
 //   - writes: per StatefulSet for the injection, in a steady state (-steady, 10 minutes by default)
@@ -77,6 +81,9 @@ type config struct {
 	seed int64
 	// sets lists results files whose sets of runs are tabulated and pooled instead of measuring.
 	sets string
+	// name is the base name of the results file, its chart and heap profiles; empty: what was
+	// measured (scale, failover or rollout).
+	name string
 }
 
 func main() {
@@ -98,7 +105,7 @@ func main() {
 	flag.IntVar(&cfg.compareAt, "compare-at", 1000, "size at which other manager settings are compared with the defaults; 0 skips")
 	flag.IntVar(&cfg.workersVariant, "workers", 0, "--max-concurrent-reconciles of the compared setting with more workers (default: -namespaces)")
 	flag.IntVar(&cfg.large, "large", 1000, "sizes above this get -large-runs runs and skip the one-ScratchVolume-per-StatefulSet phase")
-	flag.IntVar(&cfg.largeRuns, "large-runs", 1, "runs per size above -large")
+	flag.IntVar(&cfg.largeRuns, "large-runs", 3, "runs per size above -large")
 	flag.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "longest wait for any one phase")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster's directory (logs) after the run")
 	flag.StringVar(&cfg.only, "only", "", "measure only one thing: failover (two replicas, the leader SIGKILLed mid-injection and mid-revert, at each -n; failover.json) "+
@@ -117,6 +124,7 @@ func main() {
 	flag.Float64Var(&cfg.killAt, "kill-at", 0.5, "share of the fleet injected (or reverted) when the failover measurement kills the leader")
 	flag.Int64Var(&cfg.seed, "seed", method.NewSeed(), "seed of the order of the bare client and the manager in each run, and of the intervals (recorded in the results)")
 	flag.StringVar(&cfg.sets, "sets", "", "print every set of runs of these results files (comma-separated), each with its interval, and the sets of each size pooled, instead of measuring")
+	flag.StringVar(&cfg.name, "name", "", "base name of the results file, its chart and its heap profiles (<name>-heap-*.pb.gz) in -out; default: scale, failover or rollout, after what -only measured")
 	flag.StringVar(&cfg.replot, "replot", "", "draw the chart of an existing results file instead of measuring, to a PNG of its name (in -out, default beside it)")
 	flag.Parse()
 	// The benchmark's own clients log nothing worth reading; the manager logs to its file.
@@ -153,7 +161,7 @@ func measure(cfg config) error {
 	defer cancel()
 	res, err := run(ctx, cfg)
 	if res != nil {
-		err = errors.Join(err, res.write(cfg.out, os.Stdout))
+		err = errors.Join(err, res.write(cfg.out, cfg.name, os.Stdout))
 	}
 	return err
 }

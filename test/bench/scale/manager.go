@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -104,6 +106,47 @@ func startManager(ctx context.Context, c *localcluster.Cluster, bin, name string
 }
 
 func (m *manager) stop() error { return m.proc.Stop() }
+
+// waitWorkers waits until the manager's log says that the controller named controller started its
+// workers, which it does once its informers have synced: a phase timed from then on does not time
+// the manager's start.
+func (m *manager) waitWorkers(ctx context.Context, controller string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		log, err := os.ReadFile(m.proc.Log)
+		if err != nil {
+			return fmt.Errorf("failed to read the manager's log: %w", err)
+		}
+		if workersStarted(log, controller) {
+			return nil
+		}
+		if !m.proc.Alive() || time.Now().After(deadline) {
+			return fmt.Errorf("the manager's %s controller did not start its workers; the end of %s:\n%s", controller, m.proc.Log, localcluster.Tail(m.proc.Log, 20))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// workersStarted reports whether a JSON log (controller-runtime's, one entry a line) says that the
+// controller named controller started its workers.
+func workersStarted(log []byte, controller string) bool {
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		var entry struct {
+			Msg        string `json:"msg"`
+			Controller string `json:"controller"`
+		}
+		if json.Unmarshal(sc.Bytes(), &entry) == nil && entry.Msg == "Starting workers" && entry.Controller == controller {
+			return true
+		}
+	}
+	return false
+}
 
 // scrape reads the manager's metrics.
 func (m *manager) scrape(ctx context.Context) (snapshot, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -38,6 +40,12 @@ type phase struct {
 	// ServerWrites are the API server's writes by resource[/subresource], every client's: the
 	// benchmark's own are in them too (creations, edits, the bare client's applies).
 	ServerWrites map[string]float64 `json:"serverWrites,omitempty"`
+	// ServerReads are the API server's GETs of single objects by resource, every client's: the
+	// manager's and the bare client's reads of each StatefulSet are in them.
+	ServerReads map[string]float64 `json:"serverReads,omitempty"`
+	// ServerDryRuns are the API server's dry-run writes by resource, every client's: the bare
+	// client's ScratchVolume creates.
+	ServerDryRuns map[string]float64 `json:"serverDryRuns,omitempty"`
 	// CPUSeconds is the manager's CPU time; ReconcileP50/P99 the latency of its reconciles in
 	// seconds; MaxQueueDepth the deepest its work queue was seen (sampled each second).
 	CPUSeconds    float64 `json:"cpuSeconds,omitempty"`
@@ -90,6 +98,8 @@ func (b *bench) measure(ctx context.Context, body func(p *phase) error) (phase, 
 	}
 	p.ServerStatefulSetWrites = statefulSetWritesOf(server1) - statefulSetWritesOf(server0)
 	p.ServerWrites = writesByResource(server1, server0)
+	p.ServerReads = readsByResource(server1, server0)
+	p.ServerDryRuns = dryRunsByResource(server1, server0)
 	if b.mgr == nil {
 		return p, nil
 	}
@@ -164,6 +174,30 @@ func statefulSetWritesOf(s snapshot) float64 {
 
 // writesByResource is the API server's writes between two scrapes, by resource[/subresource].
 func writesByResource(now, before snapshot) map[string]float64 {
+	return requestsByResource(now, before, func(l map[string]string) bool {
+		switch l["verb"] {
+		case "APPLY", "PATCH", "UPDATE", "CREATE", "DELETE", "DELETECOLLECTION":
+			return l["dry_run"] == ""
+		}
+		return false
+	})
+}
+
+// readsByResource is the API server's GETs of single objects between two scrapes, by
+// resource[/subresource].
+func readsByResource(now, before snapshot) map[string]float64 {
+	return requestsByResource(now, before, func(l map[string]string) bool { return l["verb"] == "GET" })
+}
+
+// dryRunsByResource is the API server's dry-run writes between two scrapes, by
+// resource[/subresource].
+func dryRunsByResource(now, before snapshot) map[string]float64 {
+	return requestsByResource(now, before, func(l map[string]string) bool { return l["dry_run"] != "" })
+}
+
+// requestsByResource is the API server's requests between two scrapes that keep selects by their
+// labels, by resource[/subresource].
+func requestsByResource(now, before snapshot, keep func(map[string]string) bool) map[string]float64 {
 	count := func(s snapshot) map[string]float64 {
 		out := map[string]float64{}
 		f := s["apiserver_request_total"]
@@ -172,12 +206,7 @@ func writesByResource(now, before snapshot) map[string]float64 {
 		}
 		for _, m := range f.GetMetric() {
 			l := labelMap(m)
-			switch l["verb"] {
-			case "APPLY", "PATCH", "UPDATE", "CREATE", "DELETE", "DELETECOLLECTION":
-			default:
-				continue
-			}
-			if l["dry_run"] != "" {
+			if !keep(l) {
 				continue
 			}
 			key := l["resource"]
@@ -208,36 +237,43 @@ func (b *bench) bareClient(qps float64, burst int) (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: testenv.Scheme()})
 }
 
-// runBare sends the manager's writes for the selector ScratchVolumes itself, with workers requests
-// in flight, then reverts them the way the manager does (an empty apply, the ConfigMap deleted).
-func (b *bench) runBare(ctx context.Context, s managerSettings) (inj, rev phase, err error) {
+// runBare does the manager's work for the selector ScratchVolumes itself, with as many requests in
+// flight as the manager has workers and its client-side limit, and times it all: a dry-run create
+// of each namespace's ScratchVolume (what the API server stores, defaults applied), then for each
+// StatefulSet the read the manager makes (a GET at resourceVersion "0", from the API server's
+// watch cache), the plan by the controller's own planning code, and the ConfigMap and StatefulSet
+// applies; until the benchmark's watch sees every StatefulSet injected. Which StatefulSets to
+// inject is taken before the timer, from the benchmark's watch, as the manager takes it from its
+// informers, synced before its own timer starts. No manager may run meanwhile.
+func (b *bench) runBare(ctx context.Context, s managerSettings) (phase, error) {
+	if b.mgr != nil {
+		return phase{}, errManagerRunning
+	}
 	c, err := b.bareClient(s.QPS, s.Burst)
 	if err != nil {
-		return inj, rev, err
+		return phase{}, err
 	}
-	sets := b.fleet.statefulSets(ctx)
-	plan := make([]writes, len(sets))
-	svs := map[string]*v1alpha1.ScratchVolume{}
-	for i := range sets {
-		sv := svs[sets[i].Namespace]
-		if sv == nil {
-			if sv, err = b.defaulted(ctx, selectorScratchVolume(sets[i].Namespace)); err != nil {
-				return inj, rev, err
-			}
-			svs[sets[i].Namespace] = sv
-		}
-		if plan[i], err = injectionWrites(sv, &sets[i]); err != nil {
-			return inj, rev, err
-		}
-	}
+	keys := b.fleet.keys(ctx)
 	owner := client.FieldOwner(v1alpha1.FieldManager)
-	inj, err = b.measure(ctx, func(p *phase) error {
+	return b.measure(ctx, func(p *phase) error {
 		start := time.Now()
-		err := forEach(ctx, len(plan), s.Workers, func(ctx context.Context, i int) error {
-			if err := c.Apply(ctx, plan[i].configMap, owner, client.ForceOwnership); err != nil {
+		svs, err := b.defaultedScratchVolumes(ctx, c)
+		if err != nil {
+			return err
+		}
+		err = forEach(ctx, len(keys), s.Workers, func(ctx context.Context, i int) error {
+			sts := &appsv1.StatefulSet{}
+			if err := c.Get(ctx, keys[i], sts, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}}); err != nil {
 				return err
 			}
-			return c.Apply(ctx, plan[i].statefulSet, owner)
+			w, err := injectionWrites(svs[keys[i].Namespace], sts)
+			if err != nil {
+				return err
+			}
+			if err := c.Apply(ctx, w.configMap, owner, client.ForceOwnership); err != nil {
+				return err
+			}
+			return c.Apply(ctx, w.statefulSet, owner)
 		})
 		if err != nil {
 			return fmt.Errorf("bare client: %w", err)
@@ -245,17 +281,32 @@ func (b *bench) runBare(ctx context.Context, s managerSettings) (inj, rev phase,
 		p.SentSeconds = time.Since(start).Seconds()
 		return b.waitInjected(ctx, p, start, fleetScratchVolume)
 	})
-	if err != nil {
-		return inj, rev, err
+}
+
+// errManagerRunning refuses to time the bare client beside a running manager, whose watches and
+// resyncs would take their share of the machine from it.
+var errManagerRunning = errors.New("the bare client is timed only while no manager runs")
+
+// runBareRevert reverts what runBare applied the way the manager does: an empty apply of each
+// StatefulSet under the controller's field manager, and its ConfigMap deleted.
+func (b *bench) runBareRevert(ctx context.Context, s managerSettings) (phase, error) {
+	if b.mgr != nil {
+		return phase{}, errManagerRunning
 	}
-	rev, err = b.measure(ctx, func(p *phase) error {
+	c, err := b.bareClient(s.QPS, s.Burst)
+	if err != nil {
+		return phase{}, err
+	}
+	keys := b.fleet.keys(ctx)
+	owner := client.FieldOwner(v1alpha1.FieldManager)
+	return b.measure(ctx, func(p *phase) error {
 		start := time.Now()
-		err := forEach(ctx, len(plan), s.Workers, func(ctx context.Context, i int) error {
-			if err := c.Apply(ctx, appsv1ac.StatefulSet(*plan[i].statefulSet.Name, *plan[i].statefulSet.Namespace), owner); err != nil {
+		err := forEach(ctx, len(keys), s.Workers, func(ctx context.Context, i int) error {
+			if err := c.Apply(ctx, appsv1ac.StatefulSet(keys[i].Name, keys[i].Namespace), owner); err != nil {
 				return err
 			}
 			cm := &corev1.ConfigMap{}
-			cm.Name, cm.Namespace = *plan[i].configMap.Name, *plan[i].configMap.Namespace
+			cm.Name, cm.Namespace = selectorScratchVolume(keys[i].Namespace).ConfigMapName(keys[i].Name), keys[i].Namespace
 			return client.IgnoreNotFound(c.Delete(ctx, cm))
 		})
 		if err != nil {
@@ -264,15 +315,27 @@ func (b *bench) runBare(ctx context.Context, s managerSettings) (inj, rev phase,
 		p.SentSeconds = time.Since(start).Seconds()
 		return b.waitReverted(ctx, p, start)
 	})
-	return inj, rev, err
 }
 
-// defaulted returns sv as the API server would store it (defaults applied), without storing it.
-func (b *bench) defaulted(ctx context.Context, sv *v1alpha1.ScratchVolume) (*v1alpha1.ScratchVolume, error) {
-	if err := b.admin.Create(ctx, sv, client.DryRunAll); err != nil {
-		return nil, fmt.Errorf("failed to dry-run ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
+// defaultedScratchVolumes returns each fleet namespace's selector ScratchVolume as the API server
+// would store it (defaults applied), by namespace, without storing it: c dry-runs their creates.
+func (b *bench) defaultedScratchVolumes(ctx context.Context, c client.Client) (map[string]*v1alpha1.ScratchVolume, error) {
+	svs := make([]*v1alpha1.ScratchVolume, b.fleet.namespaces)
+	err := forEach(ctx, len(svs), createWorkers, func(ctx context.Context, i int) error {
+		sv := selectorScratchVolume(fleetNamespace(i, b.fleet.namespaces))
+		if err := c.Create(ctx, sv, client.DryRunAll); err != nil {
+			return fmt.Errorf("failed to dry-run ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
+		}
+		svs[i] = sv
+		return nil
+	})
+	out := make(map[string]*v1alpha1.ScratchVolume, len(svs))
+	for _, sv := range svs {
+		if sv != nil {
+			out[sv.Namespace] = sv
+		}
 	}
-	return sv, nil
+	return out, err
 }
 
 // runSelector applies one selector ScratchVolume per namespace and waits for the injection and

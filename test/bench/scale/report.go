@@ -62,6 +62,29 @@ type settings struct {
 	// Seed drew the order of the bare client and the manager in each run, and the intervals;
 	// results from before it was recorded ran the bare client first.
 	Seed int64 `json:"seed,omitempty"`
+	// Baseline says what the bare client's and the manager's timers hold; results from before it
+	// was recorded timed only the bare client's applies, its plan made before its timer, with the
+	// manager running.
+	Baseline *baseline `json:"baseline,omitempty"`
+}
+
+// baseline is what the two timers of a run hold, and whether a manager ran beside the bare
+// client.
+type baseline struct {
+	Bare    string `json:"bareClientTimer"`
+	Manager string `json:"managerTimer"`
+	// ManagerDuringBare says whether a manager process ran while the bare client was timed.
+	ManagerDuringBare bool `json:"managerRunningDuringBareClient"`
+}
+
+// timers are what this benchmark's timers hold (runBare, runSelector, measureRun).
+var timers = baseline{
+	Bare: "from its first request until the benchmark's watch sees every StatefulSet injected: a dry-run create of each namespace's ScratchVolume (its defaults), " +
+		"and for each StatefulSet a GET at resourceVersion 0, the plan by the controller's planning code and the ConfigMap and StatefulSet applies; " +
+		"the StatefulSets to inject are taken from the benchmark's watch before it starts",
+	Manager: "from the benchmark's first ScratchVolume create until its watch sees every StatefulSet injected: the creates, the manager's watch events and queue, " +
+		"for each StatefulSet its GET, plan and applies, and its status writes and Events; the manager is started, and its informers synced, before it starts",
+	ManagerDuringBare: false,
 }
 
 type backgroundCounts struct {
@@ -110,6 +133,9 @@ type runResult struct {
 	// ran first).
 	Order      []string           `json:"order,omitempty"`
 	Conditions *method.Conditions `json:"conditions,omitempty"`
+	// Memory is the run's own manager's, started for its turn and stopped after it; results from
+	// before each run had its own manager have none (one manager ran through a size's runs).
+	Memory *memory `json:"memory,omitempty"`
 }
 
 type rolloutResult struct {
@@ -143,7 +169,7 @@ func newResults(cfg config) *results {
 			ControllerManager: kcmName(true, cfg.kcmQPS), SteadySeconds: cfg.steady.Seconds(),
 			ResyncSeconds: cfg.resync.Seconds(), GoMemLimit: cfg.goMemLimit,
 			GitOpsSettle: cfg.gitOpsSettle.Seconds(), CompareAt: cfg.compareAt,
-			KubernetesVersions: kubernetesVersions, Seed: cfg.seed, Large: cfg.large,
+			KubernetesVersions: kubernetesVersions, Seed: cfg.seed, Large: cfg.large, Baseline: &timers,
 		},
 	}
 	for _, s := range shapes {
@@ -181,8 +207,12 @@ func (r *results) name() string {
 	}
 }
 
-// write saves <name>.json and <name>.png in dir and prints the Markdown to md.
-func (r *results) write(dir string, md io.Writer) error {
+// write saves <base>.json and <base>.png in dir, base being the results' name unless given, and
+// prints the Markdown to md.
+func (r *results) write(dir, base string, md io.Writer) error {
+	if base == "" {
+		base = r.name()
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -192,13 +222,13 @@ func (r *results) write(dir string, md io.Writer) error {
 	if err := enc.Encode(r); err != nil {
 		return err
 	}
-	jsonPath := filepath.Join(dir, r.name()+".json")
+	jsonPath := filepath.Join(dir, base+".json")
 	if err := os.WriteFile(jsonPath, buf.Bytes(), 0o644); err != nil {
 		return err
 	}
 	logf("wrote %s", jsonPath)
 	if len(r.Levels) > 0 || len(r.Failover) > 0 || len(r.Rollouts) > 0 {
-		png, err := r.writeChart(dir, r.name())
+		png, err := r.writeChart(dir, base)
 		if err != nil {
 			return err
 		}
@@ -329,12 +359,12 @@ func (r *results) quiet(n int) *quietLevel {
 func (r *results) chart() *chart.Chart {
 	ch := &chart.Chart{
 		Title:      "ScratchVolume manager at fleet scale: convergence and memory against N",
-		Series:     []string{"bare client (the same applies)", "manager: all injected", "manager: all Ready", "peak RSS, with background", "peak RSS, no background"},
+		Series:     []string{"bare client (the same reads and applies)", "manager: all injected", "manager: all Ready", "peak RSS, with background", "peak RSS, no background"},
 		PointLabel: "each run",
 		Machine:    fmt.Sprintf("%d CPUs, %.0f GiB, Linux %s; local control plane", r.Machine.CPUs, r.Machine.MemoryGiB, r.Machine.Kernel),
 		Measured:   r.Generated,
-		Notes: fmt.Sprintf("Bars: medians of each size's runs, dots: every run. One selector ScratchVolume per namespace over %d namespaces; the bare client sends the same applies with the same concurrency. Background: %d ConfigMaps (%d of 100 KiB), %d Secrets, %d Pods. kube-controller-manager %s.",
-			r.Settings.Namespaces, r.Settings.Background.ConfigMaps, r.Settings.Background.BigConfigMaps, r.Settings.Background.Secrets, r.Settings.Background.Pods, r.Settings.ControllerManager),
+		Notes: fmt.Sprintf("Bars: medians of each size's runs (memory: the highest), dots: every run. One selector ScratchVolume per namespace over %d namespaces; %s. Background: %d ConfigMaps (%d of 100 KiB), %d Secrets, %d Pods. kube-controller-manager %s.",
+			r.Settings.Namespaces, r.chartBaseline(), r.Settings.Background.ConfigMaps, r.Settings.Background.BigConfigMaps, r.Settings.Background.Secrets, r.Settings.Background.Pods, r.Settings.ControllerManager),
 	}
 	times := chart.Panel{Title: "convergence\n(lower is better)", ValueAxis: "time (s)"}
 	mem := chart.Panel{Title: "manager memory\n(lower is better)", ValueAxis: "peak RSS (MiB)"}
@@ -352,10 +382,24 @@ func (r *results) chart() *chart.Chart {
 		if q := r.quiet(l.N); q != nil {
 			quiet = chart.Bar{Value: q.Memory.PeakRSSMiB}
 		}
-		mem.Groups = append(mem.Groups, chart.Group{Label: label, Bars: []chart.Bar{nan, nan, nan, {Value: s.peakRSS, Highlight: s.peakRSS > 150}, quiet}})
+		var peaks []float64
+		for _, run := range l.Runs {
+			if run.Memory != nil {
+				peaks = append(peaks, run.Memory.PeakRSSMiB)
+			}
+		}
+		mem.Groups = append(mem.Groups, chart.Group{Label: label, Bars: []chart.Bar{nan, nan, nan, {Value: s.peakRSS, Highlight: s.peakRSS > 150, Points: peaks}, quiet}})
 	}
 	ch.Panels = []chart.Panel{times, mem}
 	return ch
+}
+
+// chartBaseline says in a few words what the bare client does.
+func (r *results) chartBaseline() string {
+	if r.Settings.Baseline == nil {
+		return "the bare client sends the same applies with the same concurrency, its plan made before its timer, beside a running manager"
+	}
+	return "the bare client reads, plans and applies the same with the same concurrency, timed from its first request, while no manager runs"
 }
 
 // each is a figure of every run, in the order run.
@@ -398,8 +442,8 @@ func (r *results) markdown() string {
 		return b.String()
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "With the background objects (%d ConfigMaps, %d of them 100 KiB; %d Secrets; %d Pods), kube-controller-manager %s, manager defaults, medians of each size's runs (a size above %d StatefulSets gets fewer):\n\n",
-		r.Settings.Background.ConfigMaps, r.Settings.Background.BigConfigMaps, r.Settings.Background.Secrets, r.Settings.Background.Pods, r.Settings.ControllerManager, largeOf(r))
+	fmt.Fprintf(&b, "With the background objects (%d ConfigMaps, %d of them 100 KiB; %d Secrets; %d Pods), kube-controller-manager %s, manager defaults, %s:\n\n",
+		r.Settings.Background.ConfigMaps, r.Settings.Background.BigConfigMaps, r.Settings.Background.Secrets, r.Settings.Background.Pods, r.Settings.ControllerManager, r.runsPhrase())
 	b.WriteString("| StatefulSets | runs | bare client | manager: injected | manager / bare (95% interval) | verdict | manager: Ready | one ScratchVolume each: injected / Ready | revert: bare / manager | StatefulSet writes per StatefulSet: inject / revert / one each | manager API requests per StatefulSet | manager writes in steady state: StatefulSets / all | manager writes after GitOps re-apply: StatefulSets / all | peak RSS (no background) | heap | manager CPU (inject) | reconcile p50 / p99 | max queue depth |\n")
 	b.WriteString("|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, l := range r.levelsOf(defaultSettings.Name) {
@@ -426,8 +470,8 @@ func (r *results) markdown() string {
 				l.Settings.Workers, len(l.Runs), secs(s.bare), secs(s.selector), versusCell(s.versus), versusVerdict(s.versus), secs(s.ready), secs(s.revert), s.peakRSS)
 		}
 	}
-	fmt.Fprintf(&b, "\nEach figure is the median of the size's runs. manager / bare: the median of the manager's injection times over the median of the bare client's, with a %.0f %% percentile bootstrap interval over the runs (%d resamples, seed %d); the verdict names a difference only where the interval excludes 1, and needs %d runs of each. Conditions: %s.\n",
-		100*method.Level, method.Resamples, r.bootstrapSeed(), method.MinRuns, r.conditions())
+	fmt.Fprintf(&b, "\nEach figure is the median of the size's runs. manager / bare: the median of the manager's injection times over the median of the bare client's, with a %.0f %% percentile bootstrap interval over the runs (%d resamples, seed %d); the verdict names a difference only where the interval excludes 1, and needs %d runs of each. %s Conditions: %s.\n",
+		100*method.Level, method.Resamples, r.bootstrapSeed(), method.MinRuns, r.timersSentence(), r.conditions())
 	b.WriteString(r.runsMarkdown())
 	for _, l := range r.levelsOf(defaultSettings.Name) {
 		b.WriteString(l.Memory.Profile.markdown(l.N))
@@ -452,11 +496,11 @@ func (r *results) markdown() string {
 // size: the peak only grows, so the phase where it rises set it.
 func phasePeaks(levels []level) string {
 	var b strings.Builder
-	b.WriteString("\nThe manager's peak RSS at the end of each phase of the first run (it watches the bare client's phases too):\n\n")
-	b.WriteString("| StatefulSets | bare client inject | bare client revert | manager inject | steady state | GitOps re-apply | revert |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("\nThe manager's peak RSS at the end of each of its phases in the first run:\n\n")
+	b.WriteString("| StatefulSets | inject | steady state | GitOps re-apply | revert | one ScratchVolume each | its revert |\n|---:|---:|---:|---:|---:|---:|---:|\n")
 	rows := 0
 	for _, l := range levels {
-		if len(l.Runs) == 0 || l.Runs[0].Bare.PeakRSSMiB == 0 {
+		if len(l.Runs) == 0 || l.Runs[0].Selector.PeakRSSMiB == 0 {
 			continue // measured before the benchmark recorded it
 		}
 		r := l.Runs[0]
@@ -466,7 +510,7 @@ func phasePeaks(levels []level) string {
 			}
 			return fmt.Sprintf("%.0f MiB", p.PeakRSSMiB)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", l.N, peak(&r.Bare), peak(&r.BareRevert), peak(&r.Selector), peak(r.Steady), peak(r.GitOps), peak(&r.Revert))
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", l.N, peak(&r.Selector), peak(r.Steady), peak(r.GitOps), peak(&r.Revert), peak(r.Many), peak(r.ManyRevert))
 		rows++
 	}
 	if rows == 0 {
@@ -481,6 +525,40 @@ func largeOf(r *results) int {
 		return r.Settings.Large
 	}
 	return 1000
+}
+
+// runsPhrase says how many runs each size's medians are of.
+func (r *results) runsPhrase() string {
+	counts := map[int]bool{}
+	for _, l := range r.levelsOf(defaultSettings.Name) {
+		counts[len(l.Runs)] = true
+	}
+	if len(counts) == 1 {
+		for n := range counts {
+			return fmt.Sprintf("medians of each size's %d runs", n)
+		}
+	}
+	return fmt.Sprintf("medians of each size's runs (a size above %d StatefulSets gets fewer)", largeOf(r))
+}
+
+// timersSentence says what the bare client's and the manager's timers hold.
+func (r *results) timersSentence() string {
+	t := r.Settings.Baseline
+	if t == nil {
+		return "The bare client's timer held its applies only, its plan made before it started, and one manager ran through each size's runs, the bare client's phases included."
+	}
+	idle := "no manager process ran during the bare client's phases: each run's manager is started for its turn and stopped after it"
+	if t.ManagerDuringBare {
+		idle = "a manager process ran during the bare client's phases"
+	}
+	return fmt.Sprintf("The bare client's timer runs %s. The manager's runs %s. %s.", t.Bare, t.Manager, upperFirst(idle))
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // versusCell is the ratio of the manager's injection time to the bare client's, with its interval.
@@ -511,7 +589,7 @@ func versusVerdict(c method.Comparison) string {
 func (r *results) runsMarkdown() string {
 	var b strings.Builder
 	rows := 0
-	b.WriteString("\n<details><summary>Every run</summary>\n\n| StatefulSets | manager settings | run | order | bare client | manager: injected | manager / bare | manager: Ready | revert: bare / manager | load average (1 min) at its start |\n|---:|---|---:|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("\n<details><summary>Every run</summary>\n\n| StatefulSets | manager settings | run | order | bare client | manager: injected | manager / bare | manager: Ready | revert: bare / manager | the run's manager: peak RSS / CPU | load average (1 min) at its start |\n|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, l := range r.Levels {
 		for i, run := range l.Runs {
 			order, load := "bare client first", "not recorded"
@@ -521,9 +599,13 @@ func (r *results) runsMarkdown() string {
 			if run.Conditions != nil {
 				load = fmt.Sprintf("%.2f", run.Conditions.LoadAverage1m)
 			}
-			fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %s | %.2fx | %s | %s / %s | %s |\n", l.N, l.Settings.Name, i+1, order,
+			own := "one manager for the size's runs"
+			if m := run.Memory; m != nil {
+				own = fmt.Sprintf("%.0f MiB / %.1f s", m.PeakRSSMiB, m.CPUSeconds)
+			}
+			fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %s | %.2fx | %s | %s / %s | %s | %s |\n", l.N, l.Settings.Name, i+1, order,
 				secs(run.Bare.Seconds), secs(run.Selector.Seconds), run.Selector.Seconds/run.Bare.Seconds, secs(run.Selector.ReadySeconds),
-				secs(run.BareRevert.Seconds), secs(run.Revert.Seconds), load)
+				secs(run.BareRevert.Seconds), secs(run.Revert.Seconds), own, load)
 			rows++
 		}
 	}

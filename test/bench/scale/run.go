@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -233,18 +234,25 @@ func (e *env) tearDown(keep bool) {
 	_ = os.RemoveAll(e.dir)
 }
 
-// startManager starts a manager with s for the measurement named phase; its peak RSS then belongs
-// to this measurement alone, and its log and heap profile are named after it.
+// startManager starts a manager with s for the measurement named phase, and waits until its
+// controller's workers run; its peak RSS then belongs to this measurement alone, and its log and
+// heap profile are named after it.
 func (e *env) startManager(ctx context.Context, phase string, n int, s managerSettings) error {
 	name := fmt.Sprintf("manager-%sn%d-%s", phase, n, strings.NewReplacer(" ", "-", "=", "").Replace(s.Name))
 	m, err := startManager(ctx, e.cluster, e.manager, name, s, e.bench.cfg.resync, e.bench.cfg.goMemLimit, launch{})
 	if err != nil {
 		return err
 	}
+	if err := m.waitWorkers(ctx, controllerName, 2*time.Minute); err != nil {
+		return errors.Join(err, m.stop())
+	}
 	e.bench.mgr = m
 	e.profiler = startPeakProfiler(ctx, m.pprofAddr, m.proc.PID)
 	return nil
 }
+
+// controllerName is the name the manager's ScratchVolume controller logs under.
+const controllerName = "scratchvolume"
 
 // stopManager stops the manager, and saves the heap profile taken nearest its peak in the
 // output directory.
@@ -253,7 +261,7 @@ func (e *env) stopManager() (memory, error) {
 	e.bench.mgr = nil
 	mem, err := readMemory(context.Background(), m)
 	var profErr error
-	mem.Profile, profErr = e.profiler.stop(e.bench.cfg.out, "scale-heap-"+strings.TrimPrefix(m.name, "manager-")+".pb.gz")
+	mem.Profile, profErr = e.profiler.stop(e.bench.cfg.out, cmp.Or(e.bench.cfg.name, "scale")+"-heap-"+strings.TrimPrefix(m.name, "manager-")+".pb.gz")
 	return mem, errors.Join(err, profErr, m.stop())
 }
 
@@ -288,7 +296,8 @@ func (e *env) measureQuiet(ctx context.Context, n int, kcm string) (quietLevel, 
 	return q, err
 }
 
-// measureLevel runs cfg.runs runs at size n with the manager started with s.
+// measureLevel runs cfg.runs runs at size n (cfg.largeRuns above cfg.large), each with a manager
+// of its own started with s.
 func (e *env) measureLevel(ctx context.Context, cfg config, n int, s managerSettings) (level, error) {
 	b := e.bench
 	l := level{N: n, Settings: s}
@@ -298,25 +307,32 @@ func (e *env) measureLevel(ctx context.Context, cfg config, n int, s managerSett
 	if _, err := b.waitSettled(ctx); err != nil {
 		return l, err
 	}
-	if err := e.startManager(ctx, "", n, s); err != nil {
-		return l, err
-	}
 	full, many, runs := s == defaultSettings, n <= cfg.large, cfg.runs
 	if !many {
 		runs = cfg.largeRuns
 	}
 	for i := range runs {
 		logf("N=%d, %s: run %d of %d (load %s)", n, s.Name, i+1, runs, loadAverage())
-		r, err := e.measureRun(ctx, cfg, full, i == 0, full && many)
+		r, err := e.measureRun(ctx, n, s, i, runSteps(method.Shuffled(e.order, []string{variantBare, variantManager}), full && i == 0, full && many))
 		l.Runs = append(l.Runs, r)
 		if err != nil {
 			return l, err
 		}
-		logf("  bare %.1f s, manager %.1f s (Ready %.1f s), revert %.1f s", r.Bare.Seconds, r.Selector.Seconds, r.Selector.ReadySeconds, r.Revert.Seconds)
+		logf("  %s first: bare %.1f s, manager %.1f s (Ready %.1f s), revert %.1f s", r.Order[0], r.Bare.Seconds, r.Selector.Seconds, r.Selector.ReadySeconds, r.Revert.Seconds)
 	}
-	var err error
-	l.Memory, err = e.stopManager()
-	return l, err
+	l.Memory = peakOf(l.Runs)
+	return l, nil
+}
+
+// peakOf is the memory of the run whose manager's resident set peaked highest: the size's peak.
+func peakOf(runs []runResult) memory {
+	var peak memory
+	for _, r := range runs {
+		if r.Memory != nil && r.Memory.PeakRSSMiB > peak.PeakRSSMiB {
+			peak = *r.Memory
+		}
+	}
+	return peak
 }
 
 // The variants a fleet run compares, in an order drawn anew for each run.
@@ -325,71 +341,117 @@ const (
 	variantManager = "manager"
 )
 
-// measureRun is one run: the bare client and the manager in the order drawn for the run (the
-// manager with the other phases when full); then, withMany, one ScratchVolume per StatefulSet.
-func (e *env) measureRun(ctx context.Context, cfg config, full, first, withMany bool) (runResult, error) {
-	r := runResult{Order: method.Shuffled(e.order, []string{variantBare, variantManager}), Conditions: recordConditions()}
-	for _, v := range r.Order {
-		turn := e.bareTurn
-		if v == variantManager {
-			turn = func(ctx context.Context, r *runResult) error { return e.managerTurn(ctx, cfg, r, full && first) }
+// step is one thing a run does.
+type step string
+
+// The steps of a run. The manager runs from stepStartManager to stepStopManager only, so that it
+// is idle — not running at all — while the bare client is timed.
+const (
+	stepStartManager step = "start the manager"
+	stepInject       step = "manager: inject"
+	stepSteady       step = "manager: steady state"
+	stepGitOps       step = "manager: GitOps re-apply"
+	stepRevert       step = "manager: revert"
+	stepMany         step = "manager: one ScratchVolume each"
+	stepManyRevert   step = "manager: one ScratchVolume each, revert"
+	stepStopManager  step = "stop the manager"
+	stepBareInject   step = "bare client: inject"
+	stepBareRevert   step = "bare client: revert"
+	stepSettle       step = "wait until the StatefulSet controller has recorded every StatefulSet"
+)
+
+// runSteps are the steps of one run, the variants taking their turns in order: the bare client's
+// inject and revert; the manager started, its inject (then, withSteady, the steady state and the
+// GitOps re-apply) and revert (then, withMany, one ScratchVolume per StatefulSet and its revert),
+// and stopped. Every turn ends with the fleet settled.
+func runSteps(order []string, withSteady, withMany bool) []step {
+	var out []step
+	for _, v := range order {
+		if v == variantBare {
+			out = append(out, stepBareInject, stepBareRevert, stepSettle)
+			continue
 		}
-		if err := turn(ctx, &r); err != nil {
-			return r, err
+		out = append(out, stepStartManager, stepInject)
+		if withSteady {
+			out = append(out, stepSteady, stepGitOps)
 		}
+		out = append(out, stepRevert, stepSettle)
+		if withMany {
+			out = append(out, stepMany, stepManyRevert, stepSettle)
+		}
+		out = append(out, stepStopManager)
 	}
-	if !withMany {
-		return r, nil
-	}
-	b := e.bench
-	many, err := b.runMany(ctx)
-	if err != nil {
-		return r, err
-	}
-	manyRevert, err := b.runRevert(ctx)
-	if err != nil {
-		return r, err
-	}
-	r.Many, r.ManyRevert = &many, &manyRevert
-	_, err = b.waitSettled(ctx)
-	return r, err
+	return out
 }
 
-// bareTurn sends the manager's writes with the bare client and reverts them, until the fleet is
-// settled again.
-func (e *env) bareTurn(ctx context.Context, r *runResult) error {
-	b := e.bench
-	var err error
-	if r.Bare, r.BareRevert, err = b.runBare(ctx, b.mgr.settings); err != nil {
-		return err
+// orderOf is the order in which steps give the variants their turns.
+func orderOf(steps []step) []string {
+	var out []string
+	for _, s := range steps {
+		switch s {
+		case stepBareInject:
+			out = append(out, variantBare)
+		case stepStartManager:
+			out = append(out, variantManager)
+		}
 	}
-	_, err = b.waitSettled(ctx)
-	return err
+	return out
 }
 
-// managerTurn has the manager inject the fleet (then, withSteady, hold it through the steady state
-// and a GitOps re-apply) and revert it, until the fleet is settled again.
-func (e *env) managerTurn(ctx context.Context, cfg config, r *runResult, withSteady bool) error {
+// measureRun is run i at size n: steps, with a manager started with s for its turn.
+func (e *env) measureRun(ctx context.Context, n int, s managerSettings, i int, steps []step) (runResult, error) {
 	b := e.bench
+	r := runResult{Order: orderOf(steps), Conditions: recordConditions()}
+	for _, st := range steps {
+		var err error
+		switch st {
+		case stepStartManager:
+			err = e.startManager(ctx, fmt.Sprintf("run%d-", i+1), n, s)
+		case stepStopManager:
+			var mem memory
+			mem, err = e.stopManager()
+			r.Memory = &mem
+		case stepBareInject:
+			r.Bare, err = b.runBare(ctx, s)
+		case stepBareRevert:
+			r.BareRevert, err = b.runBareRevert(ctx, s)
+		case stepSettle:
+			_, err = b.waitSettled(ctx)
+		default:
+			err = e.managerStep(ctx, st, &r)
+		}
+		if err != nil {
+			return r, fmt.Errorf("%s: %w", st, err)
+		}
+	}
+	return r, nil
+}
+
+// managerStep runs one of the manager's measured steps and records it in r.
+func (e *env) managerStep(ctx context.Context, st step, r *runResult) error {
+	b := e.bench
+	var p phase
 	var err error
-	if r.Selector, err = b.runSelector(ctx); err != nil {
-		return err
+	switch st {
+	case stepInject:
+		r.Selector, err = b.runSelector(ctx)
+	case stepSteady:
+		p, err = b.runSteady(ctx, b.cfg.steady)
+		r.Steady = &p
+	case stepGitOps:
+		p, err = b.runGitOps(ctx, b.cfg.gitOpsSettle)
+		r.GitOps = &p
+	case stepRevert:
+		r.Revert, err = b.runRevert(ctx)
+	case stepMany:
+		p, err = b.runMany(ctx)
+		r.Many = &p
+	case stepManyRevert:
+		p, err = b.runRevert(ctx)
+		r.ManyRevert = &p
+	default:
+		return fmt.Errorf("no such step %q", st)
 	}
-	if withSteady {
-		steady, err := b.runSteady(ctx, cfg.steady)
-		if err != nil {
-			return err
-		}
-		gitops, err := b.runGitOps(ctx, cfg.gitOpsSettle)
-		if err != nil {
-			return err
-		}
-		r.Steady, r.GitOps = &steady, &gitops
-	}
-	if r.Revert, err = b.runRevert(ctx); err != nil {
-		return err
-	}
-	_, err = b.waitSettled(ctx)
 	return err
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"testing"
@@ -102,6 +103,7 @@ func TestWritesAtSmallScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d StatefulSets created in %.1f s", n, time.Since(start).Seconds())
+	checkBareTimer(ctx, t, b, n, namespaces)
 	startController(ctx, t, e)
 	writes := func() float64 { return controllerWrites(t) }
 
@@ -121,6 +123,10 @@ func TestWritesAtSmallScale(t *testing.T) {
 	// The API server's count agrees: nobody else wrote a StatefulSet meanwhile.
 	if got := writes() - before; got != n || inj.ServerStatefulSetWrites != n {
 		t.Errorf("injection: %g StatefulSet writes by the controller's count, %g by the API server's, want %d", got, inj.ServerStatefulSetWrites, n)
+	}
+	// The manager's time holds its read of each StatefulSet too.
+	if got := inj.ServerReads["statefulsets"]; got < n {
+		t.Errorf("injection: %g GETs of StatefulSets while the controller was timed, want at least %d", got, n)
 	}
 	t.Logf("injected in %.1f s", inj.Seconds)
 	checkBarePayload(ctx, t, b)
@@ -145,6 +151,51 @@ func TestWritesAtSmallScale(t *testing.T) {
 	if got := writes() - before; got != n {
 		t.Errorf("revert: %g StatefulSet writes, want %d", got, n)
 	}
+}
+
+// checkBareTimer times the bare client's injection and revert of the fleet of n StatefulSets over
+// namespaces, with no manager running, and checks that its timer holds what the manager's does:
+// the ScratchVolumes' defaults, a read of every StatefulSet and both applies of each; and that it
+// refuses to be timed beside a running manager.
+func checkBareTimer(ctx context.Context, t *testing.T, b *bench, n, namespaces int) {
+	t.Helper()
+	b.mgr = &manager{name: "a manager"}
+	if _, err := b.runBare(ctx, defaultSettings); !errors.Is(err, errManagerRunning) {
+		t.Errorf("the bare client timed beside a running manager: %v", err)
+	}
+	b.mgr = nil
+	inj, err := b.runBare(ctx, defaultSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, got := range map[string]float64{
+		"dry-run ScratchVolume creates": inj.ServerDryRuns["scratchvolumes"],
+		"StatefulSet GETs":              inj.ServerReads["statefulsets"],
+		"StatefulSet writes":            inj.ServerWrites["statefulsets"],
+		"ConfigMap writes":              inj.ServerWrites["configmaps"],
+	} {
+		want := float64(n)
+		if what == "dry-run ScratchVolume creates" {
+			want = float64(namespaces)
+		}
+		if got != want {
+			t.Errorf("bare client's timed injection: %g %s, want %g", got, what, want)
+		}
+	}
+	if !(inj.SentSeconds > 0 && inj.SentSeconds <= inj.Seconds) {
+		t.Errorf("bare client: requests sent in %.3f s of a phase of %.3f s", inj.SentSeconds, inj.Seconds)
+	}
+	if got := countInjected(b.fleet.statefulSets(ctx), fleetScratchVolume); got != n {
+		t.Errorf("bare client: %d of %d StatefulSets injected", got, n)
+	}
+	rev, err := b.runBareRevert(ctx, defaultSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rev.ServerWrites["statefulsets"]; got != float64(n) {
+		t.Errorf("bare client's revert: %g StatefulSet writes, want %d", got, n)
+	}
+	t.Logf("bare client: injected in %.1f s, reverted in %.1f s", inj.Seconds, rev.Seconds)
 }
 
 // checkBarePayload dry-runs the bare client's apply on a few injected StatefulSets: when it is what
