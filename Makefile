@@ -144,7 +144,7 @@ demo-down: ## Stop everything make demo started and undo its changes to this mac
 ##@ Benchmarks
 
 .PHONY: bench
-bench: bench-mariadb bench-mysql bench-mariadb-cloud bench-probe bench-scratch-usage ## Run every benchmark (as root); JSON and PNG results under bin/bench/.
+bench: bench-mariadb bench-mysql bench-mariadb-cloud bench-probe bench-scratch-usage bench-readahead ## Run every benchmark (as root); JSON and PNG results under bin/bench/.
 
 .PHONY: bench-mariadb
 bench-mariadb: ## MariaDB with tmpdir on tmpfs vs on disk, side by side (as root; needs mariadb-server, sysbench).
@@ -167,6 +167,10 @@ bench-probe: ## The node agent's probes against fio, dd and hdparm, and the agen
 .PHONY: bench-scratch-usage
 bench-scratch-usage: ## The node agent's sampling of 1 to 300 RAM volumes on a node: CPU, heap and scrape cost (as root; under a minute).
 	go run ./test/bench/scratchusage -out bin/bench/scratchusage -runs 5
+
+.PHONY: bench-readahead
+bench-readahead: ## Block-device read-ahead from 128 KiB to 128 MiB on a gp3-shaped volume: backup, log and random reads, MariaDB full scans with fsync and O_DIRECT (as root; about 15 minutes).
+	go run ./test/bench/readahead -out bin/bench/readahead
 
 # Needs the local control plane (make k8s-binaries-all), not root. BENCH_SCALE_FLAGS narrows a quick
 # run, for example -n 100,500 -runs 1 -background 0.1 -compare-at 0; go run ./test/bench/scale -h
