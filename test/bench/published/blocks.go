@@ -1,8 +1,9 @@
-// Package published keeps docs/benchmarks.md to what its results files hold. The document's
-// tables are generated blocks between markers that name the results files they come from; each
-// benchmark's tests draw its blocks again from those files and fail when the document differs
-// (CheckBlocks). Every measured figure of the prose around them must be found in the generated
-// blocks or the results files of its section (Unsupported).
+// Package published keeps docs/benchmarks.md, and docs/probes.md where the probe benchmark is
+// published, to what their results files hold. A document's tables are generated blocks between
+// markers that name the results files they come from; each benchmark's tests draw its blocks again
+// from those files and fail when the document differs (CheckBlocks, CheckDocBlocks). Every
+// measured figure of the prose around them must be found in the generated blocks or the results
+// files of its section (Unsupported).
 package published
 
 import (
@@ -101,18 +102,25 @@ func Regenerate(doc, root string, generators map[string]Generator) (string, []Bl
 	return b.String(), stale, nil
 }
 
-// CheckBlocks fails t for every block of the document, of a kind generators draw, that differs
-// from what its results files give now; with update it writes the new blocks into the document
-// instead. root is the repository root.
+// CheckBlocks fails t for every block of docs/benchmarks.md, of a kind generators draw, that
+// differs from what its results files give now; with update it writes the new blocks into the
+// document instead. root is the repository root.
 func CheckBlocks(t *testing.T, root string, update bool, generators map[string]Generator) {
 	t.Helper()
-	path := filepath.Join(root, Doc)
+	CheckDocBlocks(t, root, Doc, update, generators)
+}
+
+// CheckDocBlocks is CheckBlocks for another document, doc, relative to root: a benchmark
+// published on a page of its own.
+func CheckDocBlocks(t *testing.T, root, doc string, update bool, generators map[string]Generator) {
+	t.Helper()
+	path := filepath.Join(root, doc)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := string(raw)
-	fresh, stale, err := Regenerate(doc, root, generators)
+	text := string(raw)
+	fresh, stale, err := Regenerate(text, root, generators)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,15 +128,15 @@ func CheckBlocks(t *testing.T, root string, update bool, generators map[string]G
 		if err := os.WriteFile(path, []byte(fresh), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("rewrote %d blocks of %s", len(stale), Doc)
+		t.Logf("rewrote %d blocks of %s", len(stale), doc)
 		return
 	}
-	old, _ := Blocks(doc)
+	old, _ := Blocks(text)
 	for _, s := range stale {
 		for _, o := range old {
 			if o.start == s.start {
 				t.Errorf("%s: the %s block of %s differs from what its results give (-document +results):\n%s\nrun the test again with -update to rewrite it",
-					Doc, s.Kind, strings.Join(s.Files, " "), cmp.Diff(o.Body, s.Body))
+					doc, s.Kind, strings.Join(s.Files, " "), cmp.Diff(o.Body, s.Body))
 			}
 		}
 	}

@@ -40,11 +40,16 @@ func Sections(doc string) []Section {
 var resultsFile = regexp.MustCompile(`[\w./-]*[\w-]\.json\b`)
 
 // Files are the results files a section names, as paths relative to the repository root: every
-// name of the form docs/benchmarks/NAME.json, benchmarks/NAME.json or NAME.json.
+// name of the form docs/benchmarks/NAME.json, benchmarks/NAME.json or NAME.json. A name in any
+// other directory, such as bin/bench/probe/results.json where a run writes its results, is not a
+// published results file.
 func (s Section) Files() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, m := range resultsFile.FindAllString(s.Text, -1) {
+		if dir := filepath.Dir(m); dir != "." && dir != "benchmarks" && !strings.HasSuffix(dir, "docs/benchmarks") {
+			continue
+		}
 		p := filepath.Join("docs", "benchmarks", filepath.Base(m))
 		if !seen[p] {
 			seen[p] = true
@@ -197,7 +202,7 @@ func sectionFigures(s Section, root string) (*figureSet, []string, error) {
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", f, err)
 		}
-		flatten("", v, k)
+		flatten("", v, k, unit{})
 	}
 	return k, missing, nil
 }
@@ -212,19 +217,28 @@ func appendNew(xs []string, x string) []string {
 }
 
 // flatten adds every number of a results file to k, in the dimension its key gives it, and the
-// figures of its strings ("gp3 (125 MiB/s, 3000 IOPS, 1ms per request)") in theirs.
-func flatten(key string, v any, k *figureSet) {
+// figures of its strings ("gp3 (125 MiB/s, 3000 IOPS, 1ms per request)") in theirs. An object
+// whose "unit" field names a unit ({"unit": "us", "oursSamples": [110, 257]}) gives that unit to
+// its numbers, and its arrays' numbers, whose keys name none; named is that unit, or the zero unit.
+func flatten(key string, v any, k *figureSet, named unit) {
 	switch x := v.(type) {
 	case map[string]any:
+		own := unit{}
+		if name, ok := x["unit"].(string); ok {
+			own = units[name]
+		}
 		for kk, vv := range x {
-			flatten(kk, vv, k)
+			flatten(kk, vv, k, own)
 		}
 	case []any:
 		for _, vv := range x {
-			flatten(key, vv, k)
+			flatten(key, vv, k, named)
 		}
 	case float64:
 		d, factor := keyDimension(key)
+		if d == Count && named.dim != "" {
+			d, factor = named.dim, named.factor
+		}
 		if d != Count {
 			k.add(d, x*factor)
 		}

@@ -41,7 +41,7 @@ var units = map[string]unit{
 	"s": {Time, 1}, "ms": {Time, 1e-3}, "µs": {Time, 1e-6}, "us": {Time, 1e-6},
 	"second": {Time, 1}, "seconds": {Time, 1}, "min": {Time, 60}, "minute": {Time, 60}, "minutes": {Time, 60},
 	"KiB": {Bytes, 1 << 10}, "MiB": {Bytes, 1 << 20}, "GiB": {Bytes, 1 << 30}, "MB": {Bytes, 1e6}, "GB": {Bytes, 1e9},
-	"KiB/s": {ByteRate, 1 << 10}, "MiB/s": {ByteRate, 1 << 20}, "GiB/s": {ByteRate, 1 << 30}, "MB/s": {ByteRate, 1e6}, "GB/s": {ByteRate, 1e9},
+	"B/s": {ByteRate, 1}, "KiB/s": {ByteRate, 1 << 10}, "MiB/s": {ByteRate, 1 << 20}, "GiB/s": {ByteRate, 1 << 30}, "MB/s": {ByteRate, 1e6}, "GB/s": {ByteRate, 1e9},
 	"tps": {Rate, 1}, "transactions/s": {Rate, 1}, "queries/s": {Rate, 1}, "files/s": {Rate, 1}, "requests/s": {Rate, 1},
 }
 

@@ -3,6 +3,7 @@ package published
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -165,5 +166,86 @@ func TestPublishedProse(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("%s: %s", Doc, p)
+	}
+}
+
+// probesDoc publishes the probe benchmark: its results sections are held to their results file
+// as docs/benchmarks.md is. The sections before them describe the probes and their parameters,
+// settings rather than results, and are not checked.
+const probesDoc = "docs/probes.md"
+
+// probesChecked are the sections of docs/probes.md whose figures are results.
+var probesChecked = []string{"How the probes compare with the tools", "What the agent costs"}
+
+// probesAllowed are the figures of those sections that are settings or inputs of the benchmark,
+// not measurements, and that its results file does not hold.
+var probesAllowed = []Allowed{
+	{"How the probes compare", "4 MiB", "a free block of buddy order 10 on x86 (1024 pages of 4 KiB), what page_reporting_order 10 hands back: a property of the kernel"},
+	{"What the agent costs", "100 ms", "how often the benchmark samples /proc: a setting"},
+	{"What the agent costs", "860 MiB", "what the default workloads write on the two targets, about 430 MiB each: a setting of the probe"},
+}
+
+// Every measured figure of docs/probes.md's results sections is in its generated block or its
+// results file, to the precision written.
+func TestPublishedProbesProse(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, probesDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc strings.Builder
+	checked := 0
+	for _, s := range Sections(string(raw)) {
+		if slices.Contains(probesChecked, s.Title) {
+			doc.WriteString(s.Text)
+			checked++
+			continue
+		}
+		// Another section keeps its lines, so that a problem's line is the document's, and
+		// loses its figures.
+		title, _, _ := strings.Cut(s.Text, "\n")
+		doc.WriteString(title + strings.Repeat("\n", strings.Count(s.Text, "\n")))
+	}
+	if checked != len(probesChecked) {
+		t.Fatalf("%s has %d of the sections %q", probesDoc, checked, probesChecked)
+	}
+	problems, err := Unsupported(doc.String(), root, probesAllowed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", probesDoc, p)
+	}
+}
+
+// A results object that names its unit gives it to its numbers whose keys name none; a JSON name
+// outside docs/benchmarks is not a results file of the document.
+func TestUnsupportedReadsAnObjectsUnit(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "docs", "benchmarks")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	results := `{"comparisons": [{"unit": "us", "oursSamples": [203, 637]}, {"unit": "B/s", "oursSamples": [588289069]}], "rounds": 5}`
+	if err := os.WriteFile(filepath.Join(dir, "p.json"), []byte(results), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := "# T\n\n## Results\n\nFrom `p.json`, written to `bin/bench/p/results.json`: runs of 203 to 637 µs and 561.0 MiB/s; 5 s; 2.5 GB/s.\n"
+	problems, err := Unsupported(doc, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range problems {
+		figure, _, _ := strings.Cut(p.Text, ":")
+		got = append(got, figure)
+	}
+	// The rounds count (5) has no unit, and neither 5 s nor 2.5 GB/s is in the file.
+	want := []string{`"5 s"`, `"2.5 GB/s"`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
