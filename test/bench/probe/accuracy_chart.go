@@ -9,9 +9,10 @@ import (
 	"github.com/dbtune/scratch-operator/test/bench/chart"
 )
 
-// accuracyChart shows every comparison as a ratio against its tolerance: one panel per class of
-// figure, since each class has its own tolerance; one group per metric and reference tool, in the
-// order they were run; one bar per target. Ratios, not raw figures, because a MiB/s and a µs bar
+// accuracyChart shows every comparison as a ratio and its interval against the tolerance band,
+// which decides the verdict: one panel per class of figure, since each class has its own
+// tolerance; one group per metric and reference tool, in the order they were run; one bar per
+// target. Ratios, not raw figures, because a MiB/s and a µs bar
 // cannot share an axis, and what the benchmark asks is how far the probe is from the tool.
 func accuracyChart(r *Report) *chart.Chart {
 	ch := &chart.Chart{
@@ -20,7 +21,9 @@ func accuracyChart(r *Report) *chart.Chart {
 		Machine:     machineLine(r.Machine),
 		Measured:    r.GeneratedAt,
 		Notes: fmt.Sprintf("Bars: ratio = probe median / reference median, medians of %d alternating rounds (%d for short runs); dots: each round's probe run over its reference run; "+
-			"whiskers: the 95 %% bootstrap interval of the ratio over every round. Labels: ratio, verdict: probe median vs reference median.", r.Rounds, r.Rounds*shortRoundsFactor),
+			"whiskers: the 95 %% bootstrap interval of the ratio over every round.\n"+
+			"Verdict: pass when the whole interval lies inside the tolerance band, FAIL when it lies wholly outside, inconclusive when it crosses a bound. "+
+			"Labels: ratio, verdict: probe median vs reference median.", r.Rounds, r.Rounds*shortRoundsFactor),
 		WhiskerLabel: "95 % interval of the ratio",
 		PointLabel:   "each round",
 	}
@@ -78,7 +81,7 @@ func classPanel(c Comparison) chart.Panel {
 	return chart.Panel{
 		Title:     fmt.Sprintf("%s (tolerance ±%.0f%%)", name, c.Tolerance*100),
 		ValueAxis: "probe median / reference median (ratio, 1 = same figure)",
-		Band:      &chart.Band{Low: 1 - c.Tolerance, High: 1 + c.Tolerance, Label: "within tolerance"},
+		Band:      &chart.Band{Low: 1 - c.Tolerance, High: 1 + c.Tolerance, Label: "tolerance band: a pass needs the whole interval inside"},
 	}
 }
 

@@ -30,6 +30,8 @@ func chartComparisons() []Comparison {
 			ReferenceTool: "fio", Verdict: NotMeasured},
 		{Target: "disk", Series: "device-read/hdparm", Metric: mDevice, MetricLabel: "device read", Unit: unitBytes, Class: Throughput, Tolerance: 0.1,
 			ReferenceTool: "hdparm", OursMedian: ptr(744 << 20), ReferenceMedian: ptr(749 << 20), Ratio: ptr(0.993), Verdict: Pass},
+		{Target: "disk", Series: "cold-read/fio", Metric: mColdRead, MetricLabel: "cold read", Unit: unitBytes, Class: Throughput, Tolerance: 0.1,
+			ReferenceTool: "fio", OursMedian: ptr(1111 << 20), ReferenceMedian: ptr(1180 << 20), Ratio: ptr(0.942), Verdict: Inconclusive},
 	}
 }
 
@@ -85,14 +87,15 @@ func TestAccuracyChartLayout(t *testing.T) {
 	}
 	nan := math.NaN()
 	want := []chart.Panel{
-		{Title: "Throughput (tolerance ±10%)", Band: &chart.Band{Low: 0.9, High: 1.1, Label: "within tolerance"}, Groups: []chart.Group{
+		{Title: "Throughput (tolerance ±10%)", Band: &chart.Band{Low: 0.9, High: 1.1, Label: "tolerance band: a pass needs the whole interval inside"}, Groups: []chart.Group{
 			{Label: "buffered write · fio", Bars: []chart.Bar{
 				{Value: 2, Label: "2.000 FAIL: 2048.0 MiB/s vs 1024.0 MiB/s", Highlight: true},
 				{Value: nan, Label: "not measured"},
 			}},
 			{Label: "device read · hdparm", Bars: []chart.Bar{{Value: nan}, {Value: 0.993, Label: "0.993 pass: 744.0 MiB/s vs 749.0 MiB/s"}}},
+			{Label: "cold read · fio", Bars: []chart.Bar{{Value: nan}, {Value: 0.942, Label: "0.942 inconclusive: 1111.0 MiB/s vs 1180.0 MiB/s"}}},
 		}},
-		{Title: "fdatasync latency (tolerance ±20%)", Band: &chart.Band{Low: 0.8, High: 1.2, Label: "within tolerance"}, Groups: []chart.Group{
+		{Title: "fdatasync latency (tolerance ±20%)", Band: &chart.Band{Low: 0.8, High: 1.2, Label: "tolerance band: a pass needs the whole interval inside"}, Groups: []chart.Group{
 			{Label: "fdatasync p50 · fio", Bars: []chart.Bar{{Value: 3.597, Label: "3.597 pass (within resolution): 1.0 µs vs 0.3 µs"}}},
 		}},
 	}

@@ -3,10 +3,11 @@
 // On a tmpfs and on a disk directory it runs each probe workload and the tools people use to
 // measure the same thing by hand (fio and dd; hdparm for the raw device read, on a loop device over
 // a file on the disk; plain Go loops for small-file churn, which fio cannot express), alternately
-// and with the parameters of probe.DefaultOptions, and compares the medians: throughput must agree
-// within ±10%, fdatasync latency within ±20%. It then measures what the agent itself costs: CPU and
-// memory of `node-agent probe` with default options, and of `node-agent run` while it idles
-// against a real API server. Results go to results.json and results.png in --out, and a table to
+// and with the parameters of probe.DefaultOptions, and judges the ratio of the medians by its 95 %
+// bootstrap interval: a pass when the whole interval lies within ±10% of 1 for throughput (±20%
+// for fdatasync latency), a failure when it lies wholly outside, inconclusive otherwise. It then
+// measures what the agent itself costs: CPU and memory of `node-agent probe` with default
+// options, and of `node-agent run` while it idles against a real API server. Results go to results.json and results.png in --out, and a table to
 // stdout. Run it as root to get a private tmpfs and the raw device comparisons:
 //
 //	go run ./test/bench/probe [--tmpfs DIR] [--disk DIR] [--runs 5] [--out bin/bench/probe]
@@ -15,7 +16,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -81,7 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.raiseOrder, "raise-reporting-order", true, "as root on a machine with free page reporting, raise page_reporting_order to the largest order while the benchmark runs (restored at the end)")
 	fs.StringVar(&c.replot, "replot", "", "draw the chart (to a PNG of the file's name in --out, default beside it) and print the table of an existing results file instead of measuring")
 	fs.Int64Var(&c.seed, "seed", method.NewSeed(), "seed of each round's order of the probe and the references, and of the intervals (recorded in the results)")
-	fs.BoolVar(&c.strict, "strict", false, "exit with status 1 when a comparison is outside its tolerance")
+	fs.BoolVar(&c.strict, "strict", false, "exit with status 1 unless every judged comparison passes (a failed, inconclusive or unmeasured one does not)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -125,14 +125,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	printTable(stdout, report)
-	if cfg.strict {
-		for _, c := range report.Comparisons {
-			if !Passed(c.Verdict) {
-				return 1
-			}
-		}
+	if cfg.strict && len(unsettled(report.Comparisons)) > 0 {
+		return 1
 	}
 	return 0
+}
+
+// unsettled are the judged comparisons that did not pass: failed, inconclusive or not measured.
+// --strict exits with status 1 when there is one.
+func unsettled(cs []Comparison) []Comparison {
+	var out []Comparison
+	for _, c := range cs {
+		if Judged(c.Verdict) && !Passed(c.Verdict) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func benchmark(ctx context.Context, cfg *config, cl *Cleanups, logf func(string, ...any)) (*Report, error) {
@@ -207,23 +215,12 @@ func benchmark(ctx context.Context, cfg *config, cl *Cleanups, logf func(string,
 	return r, writeOutputs(cfg.out, r, logf)
 }
 
-// replot reads a results file and draws its chart to a PNG of the same name in --out (default:
-// beside it), leaving the JSON as it is.
+// replot reads a results file, judges it again (see readResults) and draws its chart to a PNG of
+// the same name in --out (default: beside it), leaving the JSON as it is.
 func replot(cfg *config, logf func(string, ...any)) (*Report, error) {
-	b, err := os.ReadFile(cfg.replot)
+	r, err := readResults(cfg.replot)
 	if err != nil {
 		return nil, err
-	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("failed to parse %s: %w", cfg.replot, err)
-	}
-	// Results from before the intervals were recorded get theirs drawn from their rounds now.
-	for i, c := range r.Comparisons {
-		if c.Interval == nil && c.Difference == "" {
-			diff := method.Compare(c.OursSamples, c.ReferenceSamples, method.BootstrapSeed)
-			r.Comparisons[i].Interval, r.Comparisons[i].Difference, r.Comparisons[i].DifferenceReason = diff.Interval, diff.Verdict, diff.Reason
-		}
 	}
 	if cfg.out == "" {
 		cfg.out = filepath.Dir(cfg.replot)
@@ -232,7 +229,7 @@ func replot(cfg *config, logf func(string, ...any)) (*Report, error) {
 		return nil, err
 	}
 	pngPath := filepath.Join(cfg.out, strings.TrimSuffix(filepath.Base(cfg.replot), filepath.Ext(cfg.replot))+".png")
-	return &r, writeChart(pngPath, &r, logf)
+	return r, writeChart(pngPath, r, logf)
 }
 
 func prepareTargets(cfg *config, root string, cl *Cleanups) (tmpfs, disk *Target, err error) {

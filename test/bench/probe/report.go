@@ -42,7 +42,10 @@ const methodText = "For each workload and target, the probe library (called in-p
 	"and freed, both outside the timing. dd is timed net of its own input: the seconds of the same dd into " +
 	"/dev/null, run just before, are subtracted (referencePrintedSamples keep what dd printed). " +
 	"Figures are medians; ratio = probe median / reference median; interval = its 95 % percentile bootstrap interval over every round " +
-	"(10000 resamples), difference = no difference unless the interval excludes 1. roundConditions are the machine's at the start of each round."
+	"(10000 resamples), difference = no difference unless the interval excludes 1. verdict = pass when the whole interval lies inside " +
+	"1 ± tolerance, fail when it lies wholly outside, inconclusive when it crosses a bound or there is none (fewer than 3 rounds); " +
+	"pass (within resolution) when it does not pass but the medians differ by no more than the probe's resolution. " +
+	"roundConditions are the machine's at the start of each round."
 
 // Comparison is one metric of one series: every sample of both sides, the medians and the verdict.
 type Comparison struct {
@@ -133,24 +136,30 @@ func formatRatio(p *float64) string {
 // printTable writes the comparisons and the agent's cost for people.
 func printTable(w io.Writer, r *Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tMETRIC\tPROBE\tREFERENCE\tTOOL\tRATIO\tPAIRED\tTOL\tVERDICT")
+	fmt.Fprintln(tw, "TARGET\tMETRIC\tPROBE\tREFERENCE\tTOOL\tRATIO\t95% INTERVAL\tPAIRED\tBAND\tVERDICT")
+	left := 0
 	for _, c := range r.Comparisons {
+		if noOpComparison(r, c) {
+			left++
+			continue
+		}
 		verdict := c.Verdict
 		if c.Error != "" {
 			verdict += " (error: " + firstLine(c.Error) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t±%.0f%%\t%s\n", c.Target, c.MetricLabel,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Target, c.MetricLabel,
 			formatValue(value(c.OursMedian), c.Unit), formatValue(value(c.ReferenceMedian), c.Unit),
-			c.ReferenceTool, formatRatio(c.Ratio), formatRatio(c.PairedRatioMedian), c.Tolerance*100, verdict)
+			c.ReferenceTool, formatRatio(c.Ratio), intervalCell(c), formatRatio(c.PairedRatioMedian), bandCell(c), verdict)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\nRATIO = probe median / reference median (the verdict); PAIRED = median of the per-round ratios. %d rounds each, %d for short runs.\n", r.Rounds, r.Rounds*shortRoundsFactor)
-	for _, t := range tally(r.Comparisons) {
-		if t.total == 0 {
-			fmt.Fprintf(w, "  against %-16s shown for context, no verdict\n", t.tool+":")
-			continue
-		}
-		fmt.Fprintf(w, "  against %-16s %d of %d within tolerance\n", t.tool+":", t.passed, t.total)
+	fmt.Fprintf(w, "\nRATIO = probe median / reference median; 95%% INTERVAL = its bootstrap interval over every round (%d rounds each, %d for short runs); "+
+		"PAIRED = median of the per-round ratios. Verdict: pass when the whole interval lies inside BAND, fail when it lies wholly outside, "+
+		"inconclusive when it crosses a bound or there is none.\n", r.Rounds, r.Rounds*shortRoundsFactor)
+	if left > 0 {
+		fmt.Fprintf(w, "Left out: %d comparisons of fdatasync on tmpfs, a no-op on both sides, which results from before the benchmark stopped timing it still hold.\n", left)
+	}
+	for _, t := range tally(r) {
+		fmt.Fprintf(w, "  against %-16s %s\n", t.tool+":", t)
 	}
 	printCost(w, r)
 	for _, e := range r.Errors {
@@ -158,28 +167,67 @@ func printTable(w io.Writer, r *Report) {
 	}
 }
 
-type toolTally struct {
-	tool          string
-	passed, total int
+// intervalCell is a comparison's interval as the tables write it, or why it has none.
+func intervalCell(c Comparison) string {
+	if c.Interval == nil {
+		return "none"
+	}
+	return formatInterval(c.Interval, 1-c.Tolerance, 1+c.Tolerance)
 }
 
-// tally counts verdicts per reference tool, in the order the tools first appear.
-func tally(cs []Comparison) []toolTally {
+// bandCell is the tolerance band around 1 that the interval is judged against.
+func bandCell(c Comparison) string {
+	return fmt.Sprintf("%.2f–%.2f", 1-c.Tolerance, 1+c.Tolerance)
+}
+
+// toolTally counts the verdicts of the comparisons with one reference tool.
+type toolTally struct {
+	tool                                      string
+	passed, inconclusive, failed, notMeasured int
+	context                                   int
+}
+
+func (t toolTally) judged() int { return t.passed + t.inconclusive + t.failed + t.notMeasured }
+
+// String says how the tool's comparisons came out: "9 of 11 pass, 2 inconclusive, 0 fail".
+func (t toolTally) String() string {
+	if t.judged() == 0 {
+		return "shown for context, no verdict"
+	}
+	s := fmt.Sprintf("%d of %d pass, %d inconclusive, %d fail", t.passed, t.judged(), t.inconclusive, t.failed)
+	if t.notMeasured > 0 {
+		s += fmt.Sprintf(", %d not measured", t.notMeasured)
+	}
+	return s
+}
+
+// tally counts verdicts per reference tool, in the order the tools first appear, leaving out
+// what noOpComparison leaves out.
+func tally(r *Report) []toolTally {
 	var out []toolTally
 	index := map[string]int{}
-	for _, c := range cs {
+	for _, c := range r.Comparisons {
+		if noOpComparison(r, c) {
+			continue
+		}
 		i, ok := index[c.ReferenceTool]
 		if !ok {
 			i = len(out)
 			index[c.ReferenceTool] = i
 			out = append(out, toolTally{tool: c.ReferenceTool})
 		}
-		if c.Verdict == ForContext {
-			continue
-		}
-		out[i].total++
-		if Passed(c.Verdict) {
-			out[i].passed++
+		t := &out[i]
+		switch {
+		case c.Verdict == ForContext:
+			t.context++
+		case Passed(c.Verdict):
+			t.passed++
+		case c.Verdict == Inconclusive:
+			t.inconclusive++
+		case c.Verdict == Fail:
+			t.failed++
+		default:
+			t.notMeasured++
 		}
 	}
 	return out

@@ -196,21 +196,29 @@ func compare(r SeriesResult, m Metric, ref Runner, refRuns []Figures) Comparison
 	if r.Err != nil {
 		c.Error = r.Err.Error()
 	}
-	ours, reference := Median(c.OursSamples), Median(c.ReferenceSamples)
-	c.OursMedian, c.ReferenceMedian, c.Ratio = finite(ours), finite(reference), finite(Ratio(ours, reference))
-	c.PairedRatioMedian = finite(Median(PairedRatios(c.OursSamples, c.ReferenceSamples)))
-	c.Verdict, c.Reason = Judge(m.Class, ours, reference, m.Resolution)
-	seed := r.Seed
+	c.RoundOrders, c.RoundConditions = r.Orders, r.Conditions
+	c.summarize(r.Seed, m.Resolution, ref.ForContext)
+	return c
+}
+
+// summarize draws c's medians, ratios, interval and verdict from its rounds and class alone, the
+// same way for a fresh run and for a results file read again. seed draws the interval (0:
+// method.BootstrapSeed, for results that recorded none); resolution is the metric's (see Judge),
+// and context, when set, why the reference is shown for context and not judged.
+func (c *Comparison) summarize(seed int64, resolution float64, context string) {
 	if seed == 0 {
 		seed = method.BootstrapSeed
 	}
+	ours, reference := Median(c.OursSamples), Median(c.ReferenceSamples)
+	c.OursMedian, c.ReferenceMedian, c.Ratio = finite(ours), finite(reference), finite(Ratio(ours, reference))
+	c.PairedRatioMedian = finite(Median(PairedRatios(c.OursSamples, c.ReferenceSamples)))
 	diff := method.Compare(c.OursSamples, c.ReferenceSamples, seed)
 	c.Interval, c.Difference, c.DifferenceReason = diff.Interval, diff.Verdict, diff.Reason
-	c.RoundOrders, c.RoundConditions = r.Orders, r.Conditions
-	if ref.ForContext != "" && c.Verdict != NotMeasured {
-		c.Verdict, c.Reason = ForContext, ref.ForContext
+	c.Tolerance = c.Class.Tolerance()
+	c.Verdict, c.Reason = Judge(c.Class, diff, ours, reference, resolution)
+	if context != "" && c.Verdict != NotMeasured {
+		c.Verdict, c.Reason = ForContext, context
 	}
-	return c
 }
 
 func provides(r Runner, id string) bool {

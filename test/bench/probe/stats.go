@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+
+	"github.com/dbtune/scratch-operator/test/bench/method"
 )
 
 // Class decides how far a probe may stray from its reference: ±10% on throughput, ±20% on
-// fdatasync latency, whose tail is noisier by nature.
+// fdatasync latency, whose tail is noisier by nature. The verdict asks whether the whole interval
+// of the ratio lies within that band around 1 (see Judge).
 type Class string
 
 const (
@@ -17,7 +21,8 @@ const (
 	Latency Class = "latency"
 )
 
-// Tolerance is the largest relative difference of ours from the reference that still passes.
+// Tolerance is the largest relative difference of ours from the reference that the interval of
+// their ratio may reach and still pass.
 func (c Class) Tolerance() float64 {
 	if c == Latency {
 		return 0.20
@@ -27,8 +32,13 @@ func (c Class) Tolerance() float64 {
 
 // Verdict values.
 const (
-	Pass         = "pass"
-	Fail         = "fail"
+	// Pass: the whole interval of the ratio lies inside the tolerance band.
+	Pass = "pass"
+	// Fail: the whole interval lies outside the band.
+	Fail = "fail"
+	// Inconclusive: the interval straddles a bound of the band, or there is no interval; the
+	// rounds neither show agreement nor show disagreement. It does not count as a pass.
+	Inconclusive = "inconclusive"
 	NotMeasured  = "not measured"
 	WithinUnitOf = "pass (within resolution)"
 	// ForContext marks a comparison with a program that does more than the probe on purpose, to
@@ -60,29 +70,73 @@ func Ratio(ours, reference float64) float64 {
 	return ours / reference
 }
 
-// Judge gives the verdict on one comparison. resolution is the smallest step the probe can report
-// in the figure's unit (0 when it reports exact values): the probe rounds fdatasync latencies up to
-// whole microseconds, so two sub-microsecond latencies that differ by less than that step agree as
-// well as the probe can tell, even when their ratio is far from 1.
-func Judge(class Class, ours, reference, resolution float64) (verdict, reason string) {
-	r := Ratio(ours, reference)
-	if math.IsNaN(r) {
+// Judge gives the verdict on one comparison: an equivalence judgement on diff's interval of
+// ours/reference against the band 1 ± the class's tolerance (see equivalence). ours and reference
+// are the medians. resolution is the smallest step the probe can report in the figure's unit (0
+// when it reports exact values): the probe rounds fdatasync latencies up to whole microseconds, so
+// two sub-microsecond latencies whose medians differ by no more than that step agree as well as
+// the probe can tell, even when their interval is far from 1. That excuse needs an interval too:
+// without one, no verdict rests on the medians alone.
+func Judge(class Class, diff method.Comparison, ours, reference, resolution float64) (verdict, reason string) {
+	if math.IsNaN(Ratio(ours, reference)) {
 		return NotMeasured, "one side has no figure"
 	}
 	tol := class.Tolerance()
-	dev := r - 1
-	if math.Abs(dev) <= tol {
-		return Pass, fmt.Sprintf("%+.1f%% is within ±%.0f%%", dev*100, tol*100)
+	verdict, reason = equivalence(diff, 1-tol, 1+tol)
+	if verdict != Pass && diff.Interval != nil && resolution > 0 && math.Abs(ours-reference) <= resolution {
+		return WithinUnitOf, fmt.Sprintf("%s, but the medians differ by %.3g, within the probe's resolution (%.3g)",
+			reason, math.Abs(ours-reference), resolution)
 	}
-	if resolution > 0 && math.Abs(ours-reference) <= resolution {
-		return WithinUnitOf, fmt.Sprintf("%+.1f%% is outside ±%.0f%%, but the difference (%.3g) is within the probe's resolution (%.3g)",
-			dev*100, tol*100, math.Abs(ours-reference), resolution)
-	}
-	return Fail, fmt.Sprintf("%+.1f%% is outside ±%.0f%%", dev*100, tol*100)
+	return verdict, reason
 }
 
-// Passed reports whether a verdict counts as agreement.
+// equivalence places the interval against the band [low, high]: inside it (bounds included) is a
+// pass, wholly outside it a failure, across a bound inconclusive. A comparison without an
+// interval is inconclusive whatever its medians say.
+func equivalence(diff method.Comparison, low, high float64) (verdict, reason string) {
+	iv := diff.Interval
+	band := fmt.Sprintf("the band %.2f–%.2f", low, high)
+	if iv == nil {
+		return Inconclusive, fmt.Sprintf("no interval (%s), and the ratio of the medians alone is not judged against %s", diff.Reason, band)
+	}
+	within := fmt.Sprintf("the %.0f %% interval %s", iv.Level*100, formatInterval(iv, low, high))
+	switch {
+	case iv.Low >= low && iv.High <= high:
+		return Pass, within + " lies inside " + band
+	case iv.High < low || iv.Low > high:
+		return Fail, within + " lies outside " + band
+	case iv.Low < low:
+		return Inconclusive, fmt.Sprintf("%s crosses the lower bound of %s", within, band)
+	}
+	return Inconclusive, fmt.Sprintf("%s crosses the upper bound of %s", within, band)
+}
+
+// formatInterval writes an interval with two decimals, or more when two would print a bound of it
+// as a bound of the band, so that "0.90–1.02" never stands beside "inconclusive".
+func formatInterval(iv *method.Interval, low, high float64) string {
+	prec := 2
+	for prec < 4 && printsAsBound(iv, low, high, prec) {
+		prec++
+	}
+	return fmt.Sprintf("%.*f–%.*f", prec, iv.Low, prec, iv.High)
+}
+
+func printsAsBound(iv *method.Interval, low, high float64, prec int) bool {
+	for _, v := range []float64{iv.Low, iv.High} {
+		for _, b := range []float64{low, high} {
+			if v != b && strconv.FormatFloat(v, 'f', prec, 64) == strconv.FormatFloat(b, 'f', prec, 64) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Passed reports whether a verdict counts as agreement. An inconclusive comparison does not.
 func Passed(verdict string) bool { return verdict == Pass || verdict == WithinUnitOf }
+
+// Judged reports whether a verdict holds the probe to the tolerance: every one but ForContext.
+func Judged(verdict string) bool { return verdict != ForContext }
 
 // PairedRatios divides each of ours by the reference run of the same round. Their median is a
 // second view of the comparison: it cancels load that changes from round to round, which the ratio
