@@ -78,7 +78,7 @@ func (b *bench) fileSpecs() []spec {
 	random := func(read func([][]int64) (int64, float64, error)) func(context.Context, int) (measured, error) {
 		return func(_ context.Context, round int) (measured, error) {
 			// Every value reads the same offsets in a round.
-			offsets := randomOffsets(b.cfg.seed+int64(round), b.cfg.fileMiB<<20, randomBlock, b.cfg.randomReads, b.cfg.randomWorkers)
+			offsets := randomOffsets(b.cfg.seed+int64(round), b.cfg.fileMiB<<20, b.cfg.randomReads, b.cfg.randomWorkers)
 			return b.fileRun(data, func() (int64, float64, error) { return read(offsets) })
 		}
 	}
@@ -168,7 +168,7 @@ func (b *bench) runRounds(ctx context.Context, specs []spec, rounds int) error {
 		spec *spec
 		kib  int64
 	}
-	var variants []variant
+	variants := make([]variant, 0, len(b.cfg.values)*len(specs))
 	for i := range specs {
 		b.report.Workloads = append(b.report.Workloads, specs[i].Workload)
 		for _, kib := range b.cfg.values {

@@ -134,9 +134,10 @@ func sequentialRead(path string, block int) (int64, error) {
 	}
 }
 
-// randomOffsets draws count offsets, multiples of block within size, from seed, dealt out to
-// workers in turn.
-func randomOffsets(seed int64, size, block int64, count, workers int) [][]int64 {
+// randomOffsets draws count offsets of InnoDB pages (multiples of randomBlock) within size, from
+// seed, dealt out to workers in turn.
+func randomOffsets(seed, size int64, count, workers int) [][]int64 {
+	const block = randomBlock
 	rng := rand.New(rand.NewPCG(uint64(seed), 3))
 	out := make([][]int64, workers)
 	for i := range count {

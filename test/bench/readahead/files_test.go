@@ -50,7 +50,7 @@ func openVolume(t *testing.T) *cloudvolume.Volume {
 // run that was killed before it could restore, from the next run's restoreLeftovers.
 func TestDeviceSetsAndRestoresReadAhead(t *testing.T) {
 	v := openVolume(t)
-	sysfs := filepath.Join("/sys/block", filepath.Base(v.Device()), "queue", "read_ahead_kb")
+	sysfs := "/sys/block/" + filepath.Base(v.Device()) + "/queue/read_ahead_kb"
 	original := readKiB(t, sysfs)
 	d, err := openDevice(v.Device(), StateDir)
 	if err != nil {

@@ -132,7 +132,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.workloads, err = parseWorkloads(*workloads); err != nil {
 		return nil, err
 	}
-	return c, c.validate()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func (c *config) validate() error {

@@ -45,12 +45,12 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestRandomOffsets(t *testing.T) {
-	const size, block = 64 << 20, 16 << 10
-	a := randomOffsets(5, size, block, 1001, 4)
-	if diff := cmp.Diff(a, randomOffsets(5, size, block, 1001, 4)); diff != "" {
+	const size, block = 64 << 20, randomBlock
+	a := randomOffsets(5, size, 1001, 4)
+	if diff := cmp.Diff(a, randomOffsets(5, size, 1001, 4)); diff != "" {
 		t.Errorf("the same seed drew other offsets (-first +second):\n%s", diff)
 	}
-	if cmp.Equal(a, randomOffsets(6, size, block, 1001, 4)) {
+	if cmp.Equal(a, randomOffsets(6, size, 1001, 4)) {
 		t.Error("another seed drew the same offsets")
 	}
 	var all []int64
@@ -179,7 +179,11 @@ func TestMarkdown(t *testing.T) {
 	if strings.Index(md, "| backup: sequential") > strings.Index(md, "| random: 16 KiB preads |") {
 		t.Error("the table does not list the workloads in their order")
 	}
-	runs := strings.Count(md[strings.Index(md, "<details>"):], "\n| ") - 1
+	details := strings.Index(md, "<details>")
+	if details < 0 {
+		t.Fatal("the Markdown has no table of every run")
+	}
+	runs := strings.Count(md[details:], "\n| ") - 1
 	if runs != 30 {
 		t.Errorf("the runs table has %d rows, want every one of the 30 runs", runs)
 	}
