@@ -160,6 +160,13 @@ bench-mariadb-cloud: ## MariaDB in a 4Gi pod on a gp3-shaped data volume: tmpdir
 
 # The agent's idle cost needs an API server: the envtest binaries, when they are built (make
 # k8s-binaries); without them that one figure is reported as not measured.
+.PHONY: bench-reports
+bench-reports: ## Report jobs staging temporary tables beside sysbench, buffer pool full, 2Gi pods on a gp3-shaped volume: MySQL 9.7 and MariaDB 11.8 images, tmpdir in RAM vs on the volume (as root; about 45 minutes).
+	go run ./test/mariadb/bench -server mysql-sid -server-args=--temptable-max-ram=128M $(BENCH_REPORTS_FLAGS) -out bin/bench/reports
+	go run ./test/mariadb/bench -server mariadb-sid $(BENCH_REPORTS_FLAGS) -out bin/bench/reports
+
+BENCH_REPORTS_FLAGS = -volume gp3 -variants tmpfs,volume -workloads reports -reports-duration 150s -report-hold 45s -report-mib 160 -report-clients 2 -sysbench-table-size 1250000 -runs 3 -memory-limit 2Gi -buffer-pool 1Gi -scratch-size 512Mi -bigsort-mib 0 -alter-mib 0
+
 .PHONY: bench-probe
 bench-probe: ## The node agent's probes against fio, dd and hdparm, and the agent's own CPU and memory (as root; needs fio, hdparm).
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$($(K8S_BINARIES) --print-dir)}" go run ./test/bench/probe --out bin/bench/probe --runs 5

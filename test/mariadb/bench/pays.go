@@ -44,7 +44,7 @@ func paysBlock(root string, files []string) (string, error) {
 		lines = append(lines, r.paysLines()...)
 	}
 	var b strings.Builder
-	b.WriteString("**Where the RAM tmpdir did better** (the interval of tmpfs / other excludes 1, in tmpfs's favour):\n\n")
+	b.WriteString("**Where the RAM tmpdir did better** (the interval of tmpfs / other excludes 1, in tmpfs's favor):\n\n")
 	writePaysTable(&b, slices.DeleteFunc(slices.Clone(lines), func(l paysLine) bool { return !l.paid }), false)
 	b.WriteString("\n**Where it did not** (no difference, worse, or the RAM volume filled):\n\n")
 	writePaysTable(&b, slices.DeleteFunc(lines, func(l paysLine) bool { return l.paid }), true)
@@ -124,7 +124,7 @@ func (r *results) paysLine(row tableRow, tmpfsCell string, xs []float64, other s
 		if l.tmpfs != "failed (full)" {
 			return l, false
 		}
-		l.ratio, l.verdict = "–", fmt.Sprintf("the RAM volume filled in every run; %s", r.cell(other, row))
+		l.ratio, l.verdict = "–", "the RAM volume filled in every run; "+r.cell(other, row)
 		return l, true
 	}
 	c := method.Compare(xs, ys, r.bootstrapSeed())

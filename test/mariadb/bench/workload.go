@@ -43,9 +43,9 @@ const (
 // 9.7) and its binary log off, as MariaDB has it by default, so that a commit fsyncs the redo log
 // only on both.
 func serverArgs(cfg config, flavor v1alpha1.MySQLFlavor) []string {
-	redo, binlog := "--innodb-log-file-size=64M", []string(nil)
+	redo, extra := "--innodb-log-file-size=64M", make([]string, 0, 1+len(cfg.extraServerArgs))
 	if flavor == v1alpha1.FlavorMySQL {
-		redo, binlog = "--innodb-redo-log-capacity=64M", []string{"--skip-log-bin"}
+		redo, extra = "--innodb-redo-log-capacity=64M", append(extra, "--skip-log-bin")
 	}
 	return append([]string{
 		"--skip-networking",
@@ -54,7 +54,7 @@ func serverArgs(cfg config, flavor v1alpha1.MySQLFlavor) []string {
 		"--max-connections=300",
 		"--innodb-buffer-pool-dump-at-shutdown=OFF",
 		"--innodb-buffer-pool-load-at-startup=OFF",
-	}, append(binlog, cfg.extraServerArgs...)...)
+	}, append(extra, cfg.extraServerArgs...)...)
 }
 
 // seqRows is a derived table of the integers 1 to n in its column seq, read from bench.seq (made by
