@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,14 +35,11 @@ func TestPublishedBlocks(t *testing.T) {
 	if !slices.ContainsFunc(blocks, func(b published.Block) bool { return b.Kind == "probe-accuracy" }) {
 		t.Fatalf("%s has no probe-accuracy block: its tables would not be checked", probesDoc)
 	}
-	published.CheckDocBlocks(t, root, probesDoc, *update, map[string]published.Generator{"probe-accuracy": func(root string, files []string) (string, error) {
-		if len(files) != 1 {
-			return "", fmt.Errorf("a probe-accuracy block is drawn from one results file, not %d", len(files))
-		}
-		r, err := readResults(filepath.Join(root, files[0]))
+	published.CheckDocBlocks(t, root, probesDoc, *update, map[string]published.Generator{"probe-accuracy": published.OneFile("probe-accuracy", func(path string) (string, error) {
+		r, err := readResults(path)
 		if err != nil {
 			return "", err
 		}
 		return r.markdown(), nil
-	}})
+	})})
 }

@@ -141,3 +141,14 @@ func CheckDocBlocks(t *testing.T, root, doc string, update bool, generators map[
 		}
 	}
 }
+
+// OneFile is the generator of a kind of block drawn from one results file: draw reads the file at
+// its path and returns the block.
+func OneFile(kind string, draw func(path string) (string, error)) Generator {
+	return func(root string, files []string) (string, error) {
+		if len(files) != 1 {
+			return "", fmt.Errorf("a %s block is drawn from one results file, not %d", kind, len(files))
+		}
+		return draw(filepath.Join(root, files[0]))
+	}
+}

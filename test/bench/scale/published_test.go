@@ -2,8 +2,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/dbtune/scratch-operator/test/bench/published"
@@ -20,16 +18,13 @@ func TestPublishedBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	published.CheckBlocks(t, root, *update, map[string]published.Generator{
-		"scale": func(root string, files []string) (string, error) {
-			if len(files) != 1 {
-				return "", fmt.Errorf("a scale block is drawn from one results file, not %d", len(files))
-			}
-			r, err := readResults(filepath.Join(root, files[0]))
+		"scale": published.OneFile("scale", func(path string) (string, error) {
+			r, err := readResults(path)
 			if err != nil {
 				return "", err
 			}
 			return r.markdown(), nil
-		},
+		}),
 		"scale-sets": func(root string, files []string) (string, error) { return setsMarkdown(root, files, true) },
 		// A history of sets of different code: each set alone, none pooled.
 		"scale-history": func(root string, files []string) (string, error) { return setsMarkdown(root, files, false) },

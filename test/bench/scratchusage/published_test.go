@@ -2,8 +2,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/dbtune/scratch-operator/test/bench/published"
@@ -19,14 +17,11 @@ func TestPublishedBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	published.CheckBlocks(t, root, *update, map[string]published.Generator{"scratchusage": func(root string, files []string) (string, error) {
-		if len(files) != 1 {
-			return "", fmt.Errorf("a scratchusage block is drawn from one results file, not %d", len(files))
-		}
-		r, err := readReport(filepath.Join(root, files[0]))
+	published.CheckBlocks(t, root, *update, map[string]published.Generator{"scratchusage": published.OneFile("scratchusage", func(path string) (string, error) {
+		r, err := readReport(path)
 		if err != nil {
 			return "", err
 		}
 		return r.markdown(), nil
-	}})
+	})})
 }
