@@ -257,8 +257,12 @@ func warmUp(ctx context.Context, cfg config, variants []*variant, ws []workload)
 			if w.name != "temp" && w.name != "mixed" && w.name != reportsWorkload {
 				continue
 			}
-			if r, err := w.run(v, ctx, warm); err != nil || r.Failed != "" {
-				return fmt.Errorf("%s %s warm-up: %w %s", v.name, w.name, err, r.Failed)
+			r, err := w.run(v, ctx, warm)
+			switch {
+			case err != nil:
+				return fmt.Errorf("%s %s warm-up: %w", v.name, w.name, err)
+			case r.Failed != "":
+				return fmt.Errorf("%s %s warm-up filled its filesystem: %s", v.name, w.name, r.Failed)
 			}
 		}
 	}
