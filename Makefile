@@ -169,7 +169,7 @@ BENCH_REPORTS_FLAGS = -volume gp3 -variants tmpfs,volume -workloads reports -rep
 
 .PHONY: bench-probe
 bench-probe: ## The node agent's probes against fio, dd and hdparm, and the agent's own CPU and memory (as root; needs fio, hdparm).
-	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$($(K8S_BINARIES) --print-dir)}" go run ./test/bench/probe --out bin/bench/probe --runs 5
+	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$$($(K8S_BINARIES) --print-dir)}" go run ./test/bench/probe --out bin/bench/probe --runs 10
 
 .PHONY: bench-scratch-usage
 bench-scratch-usage: ## The node agent's sampling of 1 to 300 RAM volumes on a node: CPU, heap and scrape cost (as root; under a minute).
