@@ -11,6 +11,7 @@ package method
 import (
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -40,4 +41,17 @@ func Shuffled[T any](o *Order, variants []T) []T {
 	out := slices.Clone(variants)
 	o.rng.Shuffle(len(out), func(a, b int) { out[a], out[b] = out[b], out[a] })
 	return out
+}
+
+// Ordinal names a turn in a round: 1st, 2nd, 3rd, 4th…
+func Ordinal(n int) string {
+	switch n {
+	case 1:
+		return "1st"
+	case 2:
+		return "2nd"
+	case 3:
+		return "3rd"
+	}
+	return strconv.Itoa(n) + "th"
 }

@@ -52,6 +52,9 @@ type failoverResult struct {
 }
 
 type failoverRun struct {
+	// Turn is the run's place in its round, 1 for the first Lease timing run: the round's order is
+	// drawn from the results' seed. Results from before the order was drawn have none.
+	Turn   int           `json:"turn,omitempty"`
 	Inject failoverPhase `json:"inject"`
 	Revert failoverPhase `json:"revert"`
 	// Conditions are the machine's at the start of the run; results from before they were
@@ -155,11 +158,16 @@ func (e *env) measureFailover(ctx context.Context, cfg config, n int) ([]*failov
 	if _, err := b.waitSettled(ctx); err != nil {
 		return results, err
 	}
+	turns := make([]int, len(cfg.leases))
+	for j := range turns {
+		turns[j] = j
+	}
 	for i := range cfg.runs {
-		for j, lease := range cfg.leases {
-			el := electionFor(lease)
+		for position, j := range method.Shuffled(e.order, turns) {
+			el := electionFor(cfg.leases[j])
 			logf("failover at N=%d, Lease %s: run %d of %d (load %s)", n, el.lease, i+1, cfg.runs, loadAverage())
 			r, err := e.failoverRun(ctx, cfg, n, i, el)
+			r.Turn = position + 1
 			results[j].Runs = append(results[j].Runs, r)
 			if err != nil {
 				return results, fmt.Errorf("run %d with a Lease of %s: %w", i+1, el.lease, err)

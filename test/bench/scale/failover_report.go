@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dbtune/scratch-operator/test/bench/chart"
+	"github.com/dbtune/scratch-operator/test/bench/method"
 )
 
 // failoverChart draws every run of every size: how long after the SIGKILL the survivor took the
@@ -55,22 +56,54 @@ func (r *results) failoverMarkdown() string {
 	for _, f := range r.Failover {
 		fmt.Fprintf(&b, "\nLeader failover at N=%d: two replicas with leader election (Lease duration %.3g s, renew deadline %.3g s, retry period %.3g s); the leader SIGKILLed once %.0f%% of the fleet was done, in the injection and again in the revert; every run:\n\n",
 			f.N, f.LeaseDurationSeconds, f.RenewDeadlineSeconds, f.RetryPeriodSeconds, 100*f.KillAt)
-		b.WriteString("| run | phase | killed at (done) | Lease taken after the kill / after the last renewal | survivor's first write after the kill | end state reached | StatefulSet writes: killed leader / survivor / other | StatefulSets written 0 / 1 / 2+ times | failed writes | drop-in ConfigMap writes |\n")
-		b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---|---:|\n")
+		b.WriteString("| run | turn | phase | killed at (done) | Lease taken after the kill / after the last renewal | survivor's first write after the kill | end state reached | StatefulSet writes: killed leader / survivor / other | StatefulSets written 0 / 1 / 2+ times | failed writes | drop-in ConfigMap writes |\n")
+		b.WriteString("|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|\n")
 		for i, run := range f.Runs {
 			for _, ph := range []struct {
 				name string
 				p    failoverPhase
 			}{{"inject", run.Inject}, {"revert", run.Revert}} {
 				w := ph.p.Writes
-				fmt.Fprintf(&b, "| %d | %s | %s (%d) | %s / %s | %s | %s | %d / %d / %d | %d / %d / %d | %s | %d |\n",
-					i+1, ph.name, secs(ph.p.KilledAtSeconds), ph.p.DoneAtKill, secs(ph.p.TakeoverSeconds), secs(ph.p.AfterLastRenewalSeconds),
+				fmt.Fprintf(&b, "| %d | %s | %s | %s (%d) | %s / %s | %s | %s | %d / %d / %d | %d / %d / %d | %s | %d |\n",
+					i+1, turn(run.Turn), ph.name, secs(ph.p.KilledAtSeconds), ph.p.DoneAtKill, secs(ph.p.TakeoverSeconds), secs(ph.p.AfterLastRenewalSeconds),
 					secs(ph.p.FirstWriteSeconds), secs(ph.p.Seconds), w.ByKilled, w.BySurvivor, w.ByOthers, w.times(0), w.times(1), w.twice(),
 					failedWrites(w.Failed), w.ConfigMapWrites)
 			}
 		}
 	}
+	var cs []method.Conditions
+	for _, f := range r.Failover {
+		for _, run := range f.Runs {
+			if run.Conditions != nil {
+				cs = append(cs, *run.Conditions)
+			}
+		}
+	}
+	if len(r.Failover) > 0 {
+		b.WriteString(r.orderSentence(cs))
+	}
 	return b.String()
+}
+
+// orderSentence says how the runs were ordered and the conditions they ran under.
+func (r *results) orderSentence(cs []method.Conditions) string {
+	order := "Each round ran every setting in a fixed order (measured before the benchmark drew it)"
+	if r.Settings.Seed != 0 {
+		order = fmt.Sprintf("Each round ran every setting in an order drawn from seed %d", r.Settings.Seed)
+	}
+	conditions := "not recorded per run (measured before the benchmark recorded them)"
+	if len(cs) > 0 {
+		conditions = method.Summary(cs)
+	}
+	return fmt.Sprintf("\n%s. Conditions: %s.\n", order, conditions)
+}
+
+// turn names a run's place in its round; results from before the order was drawn have none.
+func turn(t int) string {
+	if t == 0 {
+		return "–"
+	}
+	return method.Ordinal(t)
 }
 
 // longestLease is the longest Lease duration of the failover results, in seconds.
@@ -137,12 +170,17 @@ func (r *results) rolloutMarkdown() string {
 	}
 	ro := r.Rollouts[0]
 	var b strings.Builder
+	var cs []method.Conditions
 	fmt.Fprintf(&b, "\nRollout runs: %d StatefulSets with %d pod each on kwok nodes (pods Running %s after creation), one selector ScratchVolume per namespace; every run, in the order run:\n\n",
 		ro.StatefulSets, ro.Replicas, secs(ro.PodsRunningSeconds))
 	b.WriteString("| manager | injected | Ready (every pod replaced) | most StatefulSets rolling at once | reverted | rolled back | StatefulSet writes per StatefulSet | peak RSS |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, ro := range r.Rollouts {
 		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %.2f | %.0f MiB |\n", ro.Settings.Name, secs(ro.Inject.Seconds), secs(ro.Inject.ReadySeconds),
 			ro.Inject.MaxRolling, secs(ro.Revert.Seconds), secs(ro.RevertRolledOutSeconds), ro.Inject.StatefulSetWrites/float64(ro.StatefulSets), ro.Memory.PeakRSSMiB)
+		if ro.Conditions != nil {
+			cs = append(cs, *ro.Conditions)
+		}
 	}
+	b.WriteString(r.orderSentence(cs))
 	return b.String()
 }

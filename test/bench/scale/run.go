@@ -465,8 +465,8 @@ func recordConditions() *method.Conditions {
 // targets rolling out at once (main.go's --max-in-flight).
 var pacedSettings = managerSettings{Name: "paced (--max-in-flight=25%)", Workers: defaultSettings.Workers, MaxInFlight: "25%"}
 
-// rolloutSettings are the settings the rollout run compares, each run of one right after a run of
-// the other.
+// rolloutSettings are the settings the rollout run compares: each round runs both, in an order
+// drawn from the run's seed.
 var rolloutSettings = []managerSettings{
 	{Name: "unpaced (--max-in-flight=100%)", Workers: defaultSettings.Workers, MaxInFlight: "100%"},
 	pacedSettings,
@@ -474,7 +474,7 @@ var rolloutSettings = []managerSettings{
 
 // measureRollouts replaces the fleet with StatefulSets of one pod each on the kwok nodes, and
 // measures runs of a selector injection until every pod runs the new template, and its revert,
-// with each of rolloutSettings in turn.
+// with each of rolloutSettings in every round.
 func (e *env) measureRollouts(ctx context.Context, cfg config, runs int) ([]rolloutResult, error) {
 	b := e.bench
 	logf("rollout run: %d StatefulSets with one pod each", cfg.rollout)
@@ -492,7 +492,7 @@ func (e *env) measureRollouts(ctx context.Context, cfg config, runs int) ([]roll
 	}
 	var out []rolloutResult
 	for i := range runs {
-		for _, s := range rolloutSettings {
+		for _, s := range method.Shuffled(e.order, rolloutSettings) {
 			logf("rollout run %d of %d, manager %s (load %s)", i+1, runs, s.Name, loadAverage())
 			conditions := recordConditions()
 			r, err := e.measureRollout(ctx, cfg, s)

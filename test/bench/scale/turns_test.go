@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dbtune/scratch-operator/test/bench/method"
 )
@@ -192,5 +193,30 @@ func TestReportSaysWhatTheTimersHold(t *testing.T) {
 		if !strings.Contains(timers.Bare, want) {
 			t.Errorf("the bare client's timer is not said to hold %q: %s", want, timers.Bare)
 		}
+	}
+}
+
+// Rollout and failover rounds run their settings in the drawn order, and the tables say which went
+// first, from which seed, and under which conditions; results from before say they had neither.
+func TestRolloutAndFailoverReportTheirOrder(t *testing.T) {
+	c := method.RecordAt(t.TempDir(), time.Date(2026, 12, 3, 4, 0, 0, 0, time.UTC), nil)
+	c.LoadAverage1m = 0.42
+	r := &results{Settings: settings{Seed: 42}}
+	r.Failover = []*failoverResult{{N: 10, LeaseDurationSeconds: 15, Runs: []failoverRun{{Turn: 2, Conditions: &c}}}}
+	r.Rollouts = []rolloutResult{{Settings: pacedSettings, StatefulSets: 10, Replicas: 1, Conditions: &c}}
+	for name, md := range map[string]string{"failover": r.failoverMarkdown(), "rollout": r.rolloutMarkdown()} {
+		for _, want := range []string{"order drawn from seed 42", "load average (1 min) 0.42"} {
+			if !strings.Contains(md, want) {
+				t.Errorf("the %s table lacks %q:\n%s", name, want, md)
+			}
+		}
+	}
+	if md := r.failoverMarkdown(); !strings.Contains(md, "| 1 | 2nd | inject |") {
+		t.Errorf("the failover table does not give the run's turn:\n%s", md)
+	}
+	r.Settings.Seed = 0
+	r.Failover[0].Runs[0] = failoverRun{}
+	if md := r.failoverMarkdown(); !strings.Contains(md, "fixed order") || !strings.Contains(md, "| 1 | – | inject |") || !strings.Contains(md, "not recorded per run") {
+		t.Errorf("results from before the drawn order are not said to be so:\n%s", md)
 	}
 }

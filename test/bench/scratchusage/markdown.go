@@ -121,7 +121,7 @@ func (r *Report) writeRuns(b *strings.Builder) {
 		if rd := r.round(x.run, x.volumes); rd != nil {
 			load = fmt.Sprintf("%.2f", rd.Conditions.LoadAverage1m)
 		}
-		fmt.Fprintf(b, "| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", x.run, ordinal(x.position), x.volumes, at(wStatfs), at(wSample+cachedReader),
+		fmt.Fprintf(b, "| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", x.run, method.Ordinal(x.position), x.volumes, at(wStatfs), at(wSample+cachedReader),
 			at(wList+cachedReader), at(wSample+fakeReader), at(wScrape), heap, load)
 	}
 	b.WriteString("\n</details>\n")
@@ -195,17 +195,4 @@ func verdictOf(c method.Comparison) string {
 		return "no difference"
 	}
 	return c.Reason
-}
-
-// ordinal is 1st, 2nd, 3rd…
-func ordinal(n int) string {
-	switch n {
-	case 1:
-		return "1st"
-	case 2:
-		return "2nd"
-	case 3:
-		return "3rd"
-	}
-	return fmt.Sprintf("%dth", n)
 }

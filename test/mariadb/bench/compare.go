@@ -235,7 +235,7 @@ func (r *results) writeRuns(b *strings.Builder) {
 		for _, run := range runs {
 			ran, load := "–", "not recorded"
 			if run.Position > 0 {
-				ran = ordinal(run.Position)
+				ran = method.Ordinal(run.Position)
 			}
 			if c := run.Conditions; c != nil {
 				load = fmt.Sprintf("%.2f", c.LoadAverage1m)
@@ -341,17 +341,4 @@ func (r *results) block() string {
 		r.Settings.RunsPerMeasurement, 100*method.Level, method.Resamples, r.bootstrapSeed(), r.conditions())
 	r.writeRuns(&b)
 	return b.String()
-}
-
-// ordinal is 1st, 2nd, 3rd…
-func ordinal(n int) string {
-	switch n {
-	case 1:
-		return "1st"
-	case 2:
-		return "2nd"
-	case 3:
-		return "3rd"
-	}
-	return fmt.Sprintf("%dth", n)
 }
