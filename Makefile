@@ -189,12 +189,12 @@ bench-scale: ## The manager at fleet scale: 100 to 5000 StatefulSets beside 40 0
 	go run ./test/bench/scale -out bin/bench/scale $(BENCH_SCALE_FLAGS)
 
 .PHONY: bench-failover
-bench-failover: ## Leader failover: two manager replicas, the leader SIGKILLed mid-injection and mid-revert of 1000 StatefulSets, 3 rounds of the default Lease (15s) and a short one (8s) in a seeded order (local control plane; about 15 minutes).
+bench-failover: ## Leader failover: two manager replicas, the leader SIGKILLed mid-injection and mid-revert of 1000 StatefulSets, 3 rounds of the default Lease (15s) and a short one (8s) in a seeded order (local control plane; about 10 minutes).
 	$(K8S_BINARIES) all
 	go run ./test/bench/scale -only failover -n 1000 -runs 3 -leases 15s,8s -out bin/bench/failover $(BENCH_FAILOVER_FLAGS)
 
 .PHONY: bench-rollout
-bench-rollout: ## Paced and unpaced rollouts of 1000 one-pod StatefulSets on kwok nodes, 2 rounds of each in a seeded order (local control plane; about 30 minutes).
+bench-rollout: ## Paced and unpaced rollouts of 1000 one-pod StatefulSets on kwok nodes, 2 rounds of each in a seeded order (local control plane; about 15 minutes).
 	$(K8S_BINARIES) all
 	go run ./test/bench/scale -only rollout -rollout 1000 -runs 2 -out bin/bench/rollout $(BENCH_ROLLOUT_FLAGS)
 

@@ -145,8 +145,6 @@ func TestUnsupported(t *testing.T) {
 // results file it cites holds. Each says why it may stand; keep the list short.
 var allowed = []Allowed{
 	{"", "95 %", "the confidence level of every interval: a setting of test/bench/method (method.Level)"},
-	{"MariaDB tmpdir", "30 s", "the kernel's default vm.dirty_expire_centisecs (3000): a setting, which the conditions now record and these results files predate"},
-	{"MySQL 9.7.4", "30 s", "the kernel's default vm.dirty_expire_centisecs (3000): a setting, which the conditions now record and these results files predate"},
 }
 
 // Every measured figure of docs/benchmarks.md's prose is in a generated block or a results file
@@ -181,43 +179,70 @@ var probesChecked = []string{"How the probes compare with the tools", "What the 
 // not measurements, and that its results file does not hold.
 var probesAllowed = []Allowed{
 	{"How the probes compare", "4 MiB", "a free block of buddy order 10 on x86 (1024 pages of 4 KiB), what page_reporting_order 10 hands back: a property of the kernel"},
-	{"What the agent costs", "100 ms", "how often the benchmark samples /proc: a setting"},
+	{"How the probes compare", "10%", "the accuracy target for throughput: a setting (tolerances.throughput, 0.1)"},
+	{"How the probes compare", "20%", "the accuracy target for fdatasync latency: a setting (tolerances.latency, 0.2)"},
+	{"How the probes compare", "1 µs", "the probe's resolution: it rounds latencies up to whole microseconds"},
 	{"What the agent costs", "860 MiB", "what the default workloads write on the two targets, about 430 MiB each: a setting of the probe"},
 }
 
 // Every measured figure of docs/probes.md's results sections is in its generated block or its
 // results file, to the precision written.
 func TestPublishedProbesProse(t *testing.T) {
+	checkSections(t, probesDoc, probesChecked, probesAllowed)
+}
+
+// readme is the front page; its summary of where a RAM tmpdir pays quotes the benchmarks, and is
+// held to the results files it names as docs/benchmarks.md is.
+const readme = "README.md"
+
+// readmeChecked are the README's sections that quote measured figures.
+var readmeChecked = []string{"When it pays"}
+
+// readmeAllowed are the figures of those sections that are settings, not measurements.
+var readmeAllowed = []Allowed{
+	{"When it pays", "95 %", "the confidence level of every interval: a setting of test/bench/method (method.Level)"},
+}
+
+// Every measured figure of the README's summary is in a results file it names, to the precision
+// written.
+func TestPublishedReadmeProse(t *testing.T) {
+	checkSections(t, readme, readmeChecked, readmeAllowed)
+}
+
+// checkSections holds the sections of doc titled checked to the results files each names, as
+// TestPublishedProse holds the whole of docs/benchmarks.md; the other sections are not checked.
+func checkSections(t *testing.T, doc string, checked []string, allowed []Allowed) {
+	t.Helper()
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join(root, probesDoc))
+	raw, err := os.ReadFile(filepath.Join(root, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc strings.Builder
-	checked := 0
+	var kept strings.Builder
+	found := 0
 	for _, s := range Sections(string(raw)) {
-		if slices.Contains(probesChecked, s.Title) {
-			doc.WriteString(s.Text)
-			checked++
+		if slices.Contains(checked, s.Title) {
+			kept.WriteString(s.Text)
+			found++
 			continue
 		}
 		// Another section keeps its lines, so that a problem's line is the document's, and
 		// loses its figures.
 		title, _, _ := strings.Cut(s.Text, "\n")
-		doc.WriteString(title + strings.Repeat("\n", strings.Count(s.Text, "\n")))
+		kept.WriteString(title + strings.Repeat("\n", strings.Count(s.Text, "\n")))
 	}
-	if checked != len(probesChecked) {
-		t.Fatalf("%s has %d of the sections %q", probesDoc, checked, probesChecked)
+	if found != len(checked) {
+		t.Fatalf("%s has %d of the sections %q", doc, found, checked)
 	}
-	problems, err := Unsupported(doc.String(), root, probesAllowed)
+	problems, err := Unsupported(kept.String(), root, allowed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range problems {
-		t.Errorf("%s: %s", probesDoc, p)
+		t.Errorf("%s: %s", doc, p)
 	}
 }
 
