@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +28,13 @@ func TestAdmissionDenial(t *testing.T) {
 		Status: metav1.StatusFailure, Code: http.StatusBadRequest,
 		Message: `admission webhook "validate.kyverno.svc" denied the request: resource StatefulSet/ns/db was blocked`,
 	}}
+	// A server-side apply that another manager's field refuses: the API server's own constructor,
+	// as its field manager calls it.
+	fieldManagerConflict := fmt.Errorf("failed to apply to StatefulSet ns/db: %w", apierrors.NewApplyConflict([]metav1.StatusCause{{
+		Type:    metav1.CauseTypeFieldManagerConflict,
+		Message: `conflict with "kubectl-edit" using apps/v1`,
+		Field:   `.spec.template.spec.volumes[name="dbtune-scratch-tmp"].emptyDir.sizeLimit`,
+	}}, `Apply failed with 1 conflict: conflict with "kubectl-edit" using apps/v1: .spec.template.spec.volumes[name="dbtune-scratch-tmp"].emptyDir.sizeLimit`))
 	tests := []struct {
 		name   string
 		err    error
@@ -40,6 +48,7 @@ func TestAdmissionDenial(t *testing.T) {
 		{"RBAC", apierrors.NewForbidden(sts, "db", errors.New(`User "system:serviceaccount:dbtune-system:dbtune-scratch-operator" cannot patch resource "statefulsets"`)), false},
 		{"JSON patch test failed", apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", "testing value /metadata/resourceVersion failed", 0, false), false},
 		{"conflict", apierrors.NewConflict(sts, "db", errors.New("the object has been modified")), false},
+		{"field manager conflict", fieldManagerConflict, false},
 		{"deleted meanwhile", fmt.Errorf("failed to patch the containers of StatefulSet ns/db: %w", apierrors.NewNotFound(sts, "db")), false},
 		{"not an API error", errors.New("connection refused"), false},
 	}
@@ -59,6 +68,16 @@ func TestAdmissionDenial(t *testing.T) {
 		if got := staleWrite(tt.err); got != want {
 			t.Errorf("staleWrite(%v) = %v, want %v", tt.err, got, want)
 		}
+	}
+	// Only the field manager conflict is one: it is reported, naming the manager and the field.
+	for _, tt := range tests {
+		got := fieldConflict(tt.err)
+		if want := tt.name == "field manager conflict"; want != (got != "") {
+			t.Errorf("fieldConflict(%v) = %q", tt.err, got)
+		}
+	}
+	if got := fieldConflict(fieldManagerConflict); !strings.Contains(got, `"kubectl-edit"`) || !strings.Contains(got, "emptyDir.sizeLimit") {
+		t.Errorf("fieldConflict = %q, want the server's message naming the manager and the field", got)
 	}
 	if got := admissionDenial(byPolicy(metav1.StatusReasonForbidden, http.StatusForbidden)); got != `statefulsets.apps "db" is forbidden: `+policyMsg {
 		t.Errorf("the message is %q, want the server's whole message, which names the policy", got)

@@ -1,7 +1,8 @@
 package controllers
 
 // This file classifies the errors the API server answers a write with: a stale write retried at
-// once, admission control's refusal reported, anything else retried with backoff.
+// once; admission control's refusal, and another field manager's ownership of a field, reported;
+// anything else retried with backoff.
 
 import (
 	"errors"
@@ -65,7 +66,8 @@ func staleWrite(err error) bool {
 	}
 	s := status.Status()
 	if s.Reason == metav1.StatusReasonConflict {
-		return true
+		// Unless the conflict is another field manager's ownership: reading again changes nothing.
+		return fieldConflict(err) == ""
 	}
 	if s.Code != http.StatusUnprocessableEntity {
 		return false
@@ -75,6 +77,32 @@ func staleWrite(err error) bool {
 	return strings.Contains(s.Message, "testing value") ||
 		strings.HasPrefix(s.Message, "the server rejected our request due to an error in our request")
 }
+
+// fieldConflict returns the API server's message when err is a server-side apply refused because
+// another field manager owns a field of the apply with another value, and "" for any other error.
+// The controller never forces such a field (see apply), so the conflict lasts until that manager's
+// value goes: it is reported, not retried at once as a stale write is.
+func fieldConflict(err error) string {
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) {
+		return ""
+	}
+	s := status.Status()
+	if s.Reason != metav1.StatusReasonConflict || s.Details == nil {
+		return ""
+	}
+	for _, c := range s.Details.Causes {
+		if c.Type == metav1.CauseTypeFieldManagerConflict {
+			return s.Message
+		}
+	}
+	return ""
+}
+
+// errOwnedByAnother explains a field conflict to the user: what holds the controller back and
+// what ends it.
+var errOwnedByAnother = errors.New("another field manager set that field to another value, and the controller never takes a field from another manager: " +
+	"set it back to the ScratchVolume's value or remove it, and the next retry writes the ScratchVolume's")
 
 // errRevertsWaiting says a reconcile left reverts for later: they wait for the targets in flight.
 var errRevertsWaiting = errors.New("reverts wait for the StatefulSets in flight")

@@ -70,6 +70,9 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 		if staleWrite(err) {
 			return err
 		}
+		if fieldConflict(err) != "" {
+			err = fmt.Errorf("%w; %w", err, errOwnedByAnother)
+		}
 		if err != nil && r.deletedMeanwhile(ctx, targets[i]) {
 			return fmt.Errorf("%w: %w", errDeletedMeanwhile, err)
 		}

@@ -378,3 +378,57 @@ func TestFailedWriteIsReported(t *testing.T) {
 	updateSTS(t, e, ns, "db", func(sts *appsv1.StatefulSet) { sts.Labels["touched"] = "yes" })
 	settle(t, e, ns)
 }
+
+// TestAnotherManagersValueIsReportedNotRetriedAtOnce has kubectl edit set another size on the
+// injected volume: that field is kubectl's now, and the controller, which takes no field from
+// another manager, cannot apply its own value. The status must say so, naming the manager and the
+// field and what ends it, instead of staying Ready while the StatefulSet holds the other size; the
+// controller must back off instead of retrying ten times a second; and once the other value is
+// gone, the next retry writes the ScratchVolume's again.
+func TestAnotherManagersValueIsReportedNotRetriedAtOnce(t *testing.T) {
+	e := startManager(t)
+	ns := e.Namespace(t)
+	create(t, e, mariadbStatefulSet(ns, "db"))
+	create(t, e, scratchVolume(ns, "tmp", "db"))
+	settle(t, e, ns)
+	edit := func(size *resource.Quantity) {
+		t.Helper()
+		testenv.Eventually(t, waitTimeout, func() string {
+			sts := getSTS(t, e, ns, "db")
+			findVolume(&sts.Spec.Template.Spec, "dbtune-scratch-tmp").EmptyDir.SizeLimit = size
+			if err := e.Client.Update(ctxFor(t), sts, client.FieldOwner("kubectl-edit")); err != nil {
+				return err.Error()
+			}
+			return ""
+		})
+	}
+	edit(ptr.To(resource.MustParse("64Mi")))
+	testenv.Eventually(t, waitTimeout, func() string {
+		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionFalse, v1alpha1.ReasonWriteFailed)
+	})
+	for _, typ := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionInjected} {
+		c := condition(t, e, ns, "tmp", typ)
+		for _, want := range []string{`"kubectl-edit"`, "emptyDir.sizeLimit", "never takes a field from another manager", "set it back"} {
+			if c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, want) {
+				t.Errorf("%s = %s, %q: want False, saying %q", typ, c.Status, c.Message, want)
+			}
+		}
+	}
+	// Backing off (controller-runtime's delays double from 5 ms), the controller tries once or
+	// twice in the 3 s that follow its first 3 s; a retry at once, as for a stale write, would
+	// try about thirty times.
+	time.Sleep(3 * time.Second)
+	base := writes.get(ns)
+	time.Sleep(3 * time.Second)
+	if n := writes.get(ns) - base; n > 3 {
+		t.Errorf("%d write attempts in 3 s, 3 s after the conflict was reported: a retry loop", n)
+	}
+	edit(nil)
+	testenv.Eventually(t, waitTimeout, func() string {
+		v := findVolume(&getSTS(t, e, ns, "db").Spec.Template.Spec, "dbtune-scratch-tmp")
+		if v == nil || v.EmptyDir.SizeLimit == nil {
+			return "the ScratchVolume's size is not back"
+		}
+		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionInjected, metav1.ConditionTrue, "")
+	})
+}
