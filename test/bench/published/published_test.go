@@ -144,8 +144,11 @@ func TestUnsupported(t *testing.T) {
 // allowed are the figures of docs/benchmarks.md that are settings, not measurements, and that no
 // results file it cites holds. Each says why it may stand; keep the list short.
 var allowed = []Allowed{
-	{"", "95 %", "the confidence level of every interval: a setting of test/bench/method (method.Level)"},
+	{"", "95 %", confidenceLevel},
 }
+
+// confidenceLevel is why the documents may state "95 %": a setting, not a measurement.
+const confidenceLevel = "the confidence level of every interval: a setting of test/bench/method (method.Level)"
 
 // Every measured figure of docs/benchmarks.md's prose is in a generated block or a results file
 // of its section, to the precision written.
@@ -200,7 +203,7 @@ var readmeChecked = []string{"When it pays"}
 
 // readmeAllowed are the figures of those sections that are settings, not measurements.
 var readmeAllowed = []Allowed{
-	{"When it pays", "95 %", "the confidence level of every interval: a setting of test/bench/method (method.Level)"},
+	{"When it pays", "95 %", confidenceLevel},
 }
 
 // Every measured figure of the README's summary is in a results file it names, to the precision

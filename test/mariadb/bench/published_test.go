@@ -46,12 +46,13 @@ func TestPublishedOrdersReplayFromTheirSeeds(t *testing.T) {
 			t.Fatalf("%s records no seed", name)
 		}
 		order := method.NewOrder(r.Settings.Seed)
-		checked := 0
+		checked, recorded := 0, 0
 		for _, w := range workloadOrder {
 			runs := r.runsOf(w)
 			if len(runs) == 0 {
 				continue
 			}
+			recorded += len(runs)
 			for round := 1; round <= r.Settings.RunsPerMeasurement; round++ {
 				for turn, v := range method.Shuffled(order, r.order) {
 					i := slices.IndexFunc(runs, func(run variantRun) bool { return run.variant == v && run.Round == round })
@@ -65,8 +66,8 @@ func TestPublishedOrdersReplayFromTheirSeeds(t *testing.T) {
 				}
 			}
 		}
-		if checked == 0 {
-			t.Errorf("%s: no run checked", name)
+		if checked == 0 || checked != recorded {
+			t.Errorf("%s: %d of its %d runs found in the rounds its seed draws", name, checked, recorded)
 		}
 	}
 }
