@@ -14,6 +14,8 @@ import (
 
 // Entry is one line of mountinfo.
 type Entry struct {
+	// ID is the mount's unique ID, the one statx(2) returns as stx_mnt_id for files on it.
+	ID uint64
 	// Major and Minor are the st_dev of files on the mount: the block device for most
 	// filesystems, an anonymous 0:N for tmpfs, overlay, NFS and btrfs.
 	Major, Minor uint32
@@ -86,12 +88,16 @@ func parseLine(line string) (Entry, error) {
 	if sep < 0 || len(fields) < sep+3 {
 		return Entry{}, fmt.Errorf("malformed mountinfo line %q", line)
 	}
+	id, err := strconv.ParseUint(fields[0], 10, 64)
+	if err != nil {
+		return Entry{}, fmt.Errorf("bad mount ID %q in the mount table", fields[0])
+	}
 	major, minor, err := parseDevice(fields[2])
 	if err != nil {
 		return Entry{}, err
 	}
 	e := Entry{
-		Major: major, Minor: minor,
+		ID: id, Major: major, Minor: minor,
 		Root:         unescape(fields[3]),
 		MountPoint:   unescape(fields[4]),
 		MountOptions: fields[5],

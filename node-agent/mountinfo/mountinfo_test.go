@@ -21,10 +21,10 @@ func TestParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Entry{
-		{Major: 253, Minor: 1, Root: "/", MountPoint: "/", MountOptions: "rw,relatime", FSType: "ext4", Source: "/dev/mapper/vg-root", SuperOptions: "rw,errors=remount-ro"},
-		{Major: 0, Minor: 30, Root: "/", MountPoint: "/dev/shm", MountOptions: "rw,nosuid,nodev", FSType: "tmpfs", Source: "tmpfs", SuperOptions: "rw,size=65536k"},
-		{Major: 8, Minor: 17, Root: "/data", MountPoint: "/srv/my data", MountOptions: "rw,noatime", FSType: "xfs", Source: "/dev/sdb1", SuperOptions: "rw,attr2"},
-		{Major: 0, Minor: 44, Root: "/", MountPoint: "/mnt/odd", MountOptions: "rw", FSType: "fuse.sshfs", Source: `host:/x\y`, SuperOptions: "rw"},
+		{ID: 22, Major: 253, Minor: 1, Root: "/", MountPoint: "/", MountOptions: "rw,relatime", FSType: "ext4", Source: "/dev/mapper/vg-root", SuperOptions: "rw,errors=remount-ro"},
+		{ID: 36, Major: 0, Minor: 30, Root: "/", MountPoint: "/dev/shm", MountOptions: "rw,nosuid,nodev", FSType: "tmpfs", Source: "tmpfs", SuperOptions: "rw,size=65536k"},
+		{ID: 40, Major: 8, Minor: 17, Root: "/data", MountPoint: "/srv/my data", MountOptions: "rw,noatime", FSType: "xfs", Source: "/dev/sdb1", SuperOptions: "rw,attr2"},
+		{ID: 41, Major: 0, Minor: 44, Root: "/", MountPoint: "/mnt/odd", MountOptions: "rw", FSType: "fuse.sshfs", Source: `host:/x\y`, SuperOptions: "rw"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)
@@ -37,6 +37,7 @@ func TestParseRejectsGarbage(t *testing.T) {
 		"22 1 253:1 / / rw,relatime shared:1 ext4 /dev/root rw\n", // no separator
 		"22 1 253:1 / / rw,relatime - ext4\n",                     // no source
 		"22 1 x:1 / / rw - ext4 /dev/root rw\n",                   // bad device number
+		"x 1 253:1 / / rw - ext4 /dev/root rw\n",                  // bad mount ID
 	} {
 		if _, err := Parse(strings.NewReader("36 22 0:30 / /dev/shm rw - tmpfs tmpfs rw\n" + table)); err == nil || !strings.Contains(err.Error(), "line 2") {
 			t.Errorf("Parse(%q) = %v, want an error naming line 2", table, err)

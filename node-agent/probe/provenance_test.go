@@ -31,7 +31,7 @@ func TestMountInfoFixtures(t *testing.T) {
 		t.Fatalf("parsed %d entries, want 7", len(entries))
 	}
 	want := mountinfo.Entry{
-		Major: 0, Minor: 45, Root: "/@data", MountPoint: "/srv/my data", MountOptions: "rw,relatime",
+		ID: 42, Major: 0, Minor: 45, Root: "/@data", MountPoint: "/srv/my data", MountOptions: "rw,relatime",
 		FSType: "btrfs", Source: "/dev/mapper/vg-data", SuperOptions: "rw,space_cache=v2,subvolid=257,subvol=/@data",
 	}
 	if entries[5] != want {
