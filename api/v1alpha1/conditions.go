@@ -25,6 +25,12 @@ const (
 	// AwaitingMaintenanceWindow), False when none does (NoPendingChanges). It does not count
 	// towards Ready: the targets keep a working configuration meanwhile.
 	ConditionChangesPending = "ChangesPending"
+	// ConditionLargePages is True when every reported pod's RAM volume runs with the pages
+	// spec.largePages asks for (reason AsRequested), False when one does not (the LargePagesState
+	// of the first such pod: Unsupported, Overridden, Disabled or Failed), Unknown before a node
+	// agent has reported a pod (NotObserved). It does not count towards Ready: a volume without
+	// large pages works, only slower.
+	ConditionLargePages = "LargePages"
 )
 
 // Condition types of a NodeIOProfile.

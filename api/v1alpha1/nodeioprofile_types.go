@@ -137,6 +137,50 @@ type FileChurnResult struct {
 	ElapsedMicroseconds int64 `json:"elapsedMicroseconds,omitempty"`
 }
 
+// TempFileResult is what a database server's temporary files do on a target: unlinked files
+// (O_TMPFILE), each written in BlockSizeBytes writes, read back with preads of the same size and
+// closed, one after another, as a filesort's merge files and an on-disk temporary table are. No
+// fdatasync: temporary files are never synced.
+type TempFileResult struct {
+	// FileSizeBytes is the size of each file.
+	//
+	// +required
+	FileSizeBytes int64 `json:"fileSizeBytes"`
+
+	// BlockSizeBytes is the size of each write and pread.
+	//
+	// +optional
+	BlockSizeBytes int64 `json:"blockSizeBytes,omitempty"`
+
+	// Files is how many files were written, read and closed.
+	//
+	// +optional
+	Files int32 `json:"files,omitempty"`
+
+	// BytesPerSecond is the bytes written (each is read back once) divided by the time of the
+	// whole loop.
+	//
+	// +optional
+	BytesPerSecond int64 `json:"bytesPerSecond,omitempty"`
+
+	// ElapsedMicroseconds is the time of the whole loop.
+	//
+	// +optional
+	ElapsedMicroseconds int64 `json:"elapsedMicroseconds,omitempty"`
+
+	// MountOptions are the options of the filesystem measured (a tmpfs's huge= among them).
+	//
+	// +optional
+	MountOptions string `json:"mountOptions,omitempty"`
+
+	// Unsupported explains why this variant could not be measured (for example no large pages
+	// for tmpfs on this kernel, or an agent without CAP_SYS_ADMIN for its own tmpfs with them).
+	// When set, no figure is reported.
+	//
+	// +optional
+	Unsupported string `json:"unsupported,omitempty"`
+}
+
 // HistogramBucket is one cumulative histogram bucket, as in Prometheus.
 type HistogramBucket struct {
 	// UpperBoundMicroseconds is the bucket's inclusive upper bound.
@@ -227,6 +271,23 @@ type ProbeTargetResult struct {
 	// +optional
 	Fdatasync *FdatasyncResult `json:"fdatasync,omitempty"`
 
+	// TempFiles holds the temporary-file pattern, one result per file size (4 MiB and 20 MiB by
+	// default): on a tmpfs target, the tmpfs as Kubernetes mounts it.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=fileSizeBytes
+	TempFiles []TempFileResult `json:"tempFiles,omitempty"`
+
+	// LargePageTempFiles is the same pattern on a tmpfs of the same size with huge=within_size,
+	// what a ScratchVolume with spec.largePages WithinSize runs with (Tmpfs targets only). The
+	// agent mounts it detached (no path leads to it) for the run and unmounts it after.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=fileSizeBytes
+	LargePageTempFiles []TempFileResult `json:"largePageTempFiles,omitempty"`
+
 	// DeviceRead is a buffered read of the raw block device (hdparm -t), when a device was given.
 	//
 	// +optional
@@ -279,6 +340,20 @@ type TmpfsDiskComparison struct {
 	//
 	// +optional
 	SmallFileSizeBytes int64 `json:"smallFileSizeBytes,omitempty"`
+
+	// TempFileRatio compares the temporary-file pattern's bytesPerSecond on the tmpfs as
+	// Kubernetes mounts it (4 KiB pages) with the disk's, over the file sizes both measured.
+	//
+	// +optional
+	TempFileRatio string `json:"tempFileRatio,omitempty"`
+
+	// LargePageTempFileRatio compares the temporary-file pattern on a tmpfs with large pages
+	// (huge=within_size, what a ScratchVolume runs with by default) with the disk's: the figure to
+	// read first. Below 1 the node's disk, through its page cache, moves temporary files faster
+	// than the RAM volume would.
+	//
+	// +optional
+	LargePageTempFileRatio string `json:"largePageTempFileRatio,omitempty"`
 }
 
 // Speedup is the former tmpfs-versus-disk comparison, the type of the deprecated status.speedup,
@@ -390,6 +465,11 @@ type NodeIOProfileStatus struct {
 	//
 	// +optional
 	Kernel string `json:"kernel,omitempty"`
+
+	// TransparentHugePages is what the kernel says about large pages on tmpfs.
+	//
+	// +optional
+	TransparentHugePages *TransparentHugePages `json:"transparentHugePages,omitempty"`
 
 	// FreePageReporting is true on a virtual machine whose balloon device hands free memory back
 	// to the hypervisor (virtio-balloon free page reporting). There the first write into memory
@@ -506,6 +586,55 @@ type ScratchVolumeUsage struct {
 	//
 	// +optional
 	LastFullTime *metav1.Time `json:"lastFullTime,omitempty"`
+
+	// LargePages is what the volume's tmpfs runs with: the agent sets the ScratchVolume's
+	// spec.largePages on it as soon as it sees the pod.
+	//
+	// +optional
+	LargePages *VolumeLargePages `json:"largePages,omitempty"`
+}
+
+// VolumeLargePages is the page size a RAM volume's tmpfs runs with, as the node agent set and read
+// it.
+type VolumeLargePages struct {
+	// State is Applied, Default, Unsupported, Overridden, Disabled or Failed.
+	//
+	// +required
+	State LargePagesState `json:"state"`
+
+	// Huge is the tmpfs's huge= option as the node's mount table shows it (never when it shows
+	// none).
+	//
+	// +optional
+	Huge string `json:"huge,omitempty"`
+
+	// Message says why a volume runs without the pages asked for, and what to do.
+	//
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Time is when the agent set the option, or found it set (after an agent restart) or found it
+	// could not.
+	//
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+}
+
+// TransparentHugePages is what the node's kernel says about large pages on tmpfs: the facts that
+// decide whether a scratch volume can have them.
+type TransparentHugePages struct {
+	// ShmemEnabled is the selected value of /sys/kernel/mm/transparent_hugepage/shmem_enabled
+	// (always, within_size, advise, never, deny, force). deny and force override every tmpfs's
+	// huge= option. Empty when the kernel has no transparent huge pages.
+	//
+	// +optional
+	ShmemEnabled string `json:"shmemEnabled,omitempty"`
+
+	// TmpfsDefault is the huge= option a tmpfs mounted without one gets: the kernel command
+	// line's transparent_hugepage_tmpfs= (Linux 6.14 and later), else never.
+	//
+	// +optional
+	TmpfsDefault string `json:"tmpfsDefault,omitempty"`
 }
 
 // NodeIOProfile is one node's measured tmpfs and disk performance and its read-ahead state. The node
@@ -515,6 +644,8 @@ type ScratchVolumeUsage struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=niop;ioprofile,categories=dbtune
+// +kubebuilder:printcolumn:name="Temp-Files-Large-Pages/Disk",type=string,JSONPath=`.status.comparison.largePageTempFileRatio`,description="tmpfs with large pages (what a ScratchVolume runs with) / disk, temporary-file rate: below 1 the disk is faster"
+// +kubebuilder:printcolumn:name="Temp-Files-Tmpfs/Disk",type=string,JSONPath=`.status.comparison.tempFileRatio`,description="tmpfs as Kubernetes mounts it (4 KiB pages) / disk, temporary-file rate"
 // +kubebuilder:printcolumn:name="Write-Tmpfs/Disk",type=string,JSONPath=`.status.comparison.bufferedWriteRatio`,description="tmpfs/disk sequential write rate without fdatasync, as temporary files are written"
 // +kubebuilder:printcolumn:name="Small-Files-Tmpfs/Disk",type=string,JSONPath=`.status.comparison.smallFileCreateRatio`,description="tmpfs/disk small-file create rate"
 // +kubebuilder:printcolumn:name="Read-Tmpfs/Disk",type=string,JSONPath=`.status.comparison.coldReadRatio`,description="tmpfs/disk sequential read after eviction (tmpfs cannot evict: a memory read)",priority=1

@@ -112,6 +112,11 @@ const (
 	// the injected template, or no agent runs on its node).
 	ReasonCapacityNotObserved = "NotObserved"
 
+	// ReasonLargePagesAsRequested: every reported pod's volume runs with the pages asked for. The
+	// False reasons of the LargePages condition are the LargePagesState values; its Unknown reason
+	// is NotObserved.
+	ReasonLargePagesAsRequested = "AsRequested"
+
 	// ReasonAwaitingApproval: a change nobody wrote waits for dbtune.io/approve-change.
 	ReasonAwaitingApproval = "AwaitingApproval"
 	// ReasonAwaitingWindow: a change nobody wrote waits for a maintenance window (or approval).

@@ -146,6 +146,48 @@ const (
 	MemoryIgnore MemoryAccounting = "Ignore"
 )
 
+// LargePagesPolicy says which pages the tmpfs of a RAM scratch volume keeps its files in.
+//
+// +kubebuilder:validation:Enum=WithinSize;Never
+type LargePagesPolicy string
+
+const (
+	// LargePagesWithinSize has the node agent set the volume's tmpfs to huge=within_size as soon
+	// as the pod runs: large folios for the part of each file its size covers, so a file holds no
+	// more memory than with small pages and moves through far fewer page allocations.
+	LargePagesWithinSize LargePagesPolicy = "WithinSize"
+
+	// LargePagesNever leaves the tmpfs as the kubelet mounts it (4 KiB pages, unless the node's
+	// kernel command line sets another tmpfs default), and puts back huge=never where the agent
+	// had set large pages.
+	LargePagesNever LargePagesPolicy = "Never"
+)
+
+// LargePagesState is what a pod's RAM volume runs with, as the node agent reports it.
+//
+// +kubebuilder:validation:Enum=Applied;Default;Unsupported;Overridden;Disabled;Failed
+type LargePagesState string
+
+const (
+	// LargePagesApplied: the tmpfs runs with the option spec.largePages asks for (the mount
+	// table shows it).
+	LargePagesApplied LargePagesState = "Applied"
+	// LargePagesDefault: spec.largePages is Never and the tmpfs runs as the kubelet mounted it.
+	LargePagesDefault LargePagesState = "Default"
+	// LargePagesUnsupported: the node's kernel cannot give a tmpfs large pages (no transparent
+	// huge pages) or refused the option; the agent does not try again for this pod.
+	LargePagesUnsupported LargePagesState = "Unsupported"
+	// LargePagesOverridden: the option is set, but the node's shmem_enabled (deny or force)
+	// decides for every tmpfs.
+	LargePagesOverridden LargePagesState = "Overridden"
+	// LargePagesDisabled: the node agent runs with --large-pages=false (the cluster does not let
+	// it remount), so the tmpfs runs as the kubelet mounted it.
+	LargePagesDisabled LargePagesState = "Disabled"
+	// LargePagesFailed: the agent could not change the tmpfs; the message has the error. It tries
+	// again when spec.largePages changes or the agent restarts.
+	LargePagesFailed LargePagesState = "Failed"
+)
+
 // DefaultMemoryHeadroom is what Validate assumes the database needs beyond the scratch volume when
 // neither spec.memory.headroom nor an innodb_buffer_pool_size in the container says more.
 const DefaultMemoryHeadroom = "256Mi"
@@ -426,6 +468,18 @@ type ScratchVolumeSpec struct {
 	// +kubebuilder:default={}
 	Memory MemorySpec `json:"memory,omitempty"`
 
+	// LargePages says whether the node agent gives the volume's tmpfs large pages.
+	// WithinSize (the default) sets huge=within_size on each pod's tmpfs as soon as the agent
+	// sees the pod, without a restart: the kubelet mounts a memory emptyDir in 4 KiB pages, which
+	// made temporary files slower in RAM than on a disk's page cache (docs/tuning.md has the
+	// figures). Never leaves the kubelet's mount as it is. A change applies to running pods at
+	// once, for the pages written from then on; it changes no pod template and restarts nothing.
+	// status.targets[].largePages says what each pod's volume runs with.
+	//
+	// +optional
+	// +kubebuilder:default=WithinSize
+	LargePages LargePagesPolicy `json:"largePages,omitempty"`
+
 	// Changes says when a change the user did not write in this ScratchVolume reaches its
 	// StatefulSets. Every change to a pod template restarts the database pods, so a change of what
 	// the controller renders for a running target that comes from anything but an edit of this
@@ -698,6 +752,23 @@ type ScratchTargetStatus struct {
 	//
 	// +optional
 	PendingChange *PendingChange `json:"pendingChange,omitempty"`
+
+	// LargePages says, per pod the node agents report on, which pages its RAM volume runs with.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=pod
+	LargePages []PodLargePages `json:"largePages,omitempty"`
+}
+
+// PodLargePages is what one pod's RAM volume runs with.
+type PodLargePages struct {
+	// Pod is the pod's name.
+	//
+	// +required
+	Pod string `json:"pod"`
+
+	VolumeLargePages `json:",inline"`
 }
 
 // ScratchUsage sums up the node agents' observations of the RAM volumes of some pods. Each pod's
