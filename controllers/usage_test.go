@@ -173,3 +173,48 @@ func fullEvents(t *testing.T, ns string, n int, says string) string {
 	}
 	return fmt.Sprintf("no %s Event says %q, the recommendation and what fails: %q", controllers.EventScratchVolumeFull, says, notes)
 }
+
+// TestLargePagesFromTheNodeAgents: what the agents say each pod's volume runs with reaches the
+// ScratchVolume's status per target and pod, and the LargePages condition names the pods to look
+// at, without touching Ready; the pods of another ScratchVolume or StatefulSet do not count.
+func TestLargePagesFromTheNodeAgents(t *testing.T) {
+	e := startManager(t)
+	ns := e.Namespace(t)
+	create(t, e, mariadbStatefulSet(ns, "db"), scratchVolume(ns, "tmp", "db"))
+	testenv.Eventually(t, waitTimeout, func() string {
+		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionLargePages, metav1.ConditionUnknown, v1alpha1.ReasonCapacityNotObserved)
+	})
+	if sv := getSV(t, e, ns, "tmp"); sv.Spec.LargePages != v1alpha1.LargePagesWithinSize {
+		t.Errorf("spec.largePages defaults to %q, want WithinSize", sv.Spec.LargePages)
+	}
+	report := func(pod, sv string, lp *v1alpha1.VolumeLargePages) v1alpha1.ScratchVolumeUsage {
+		return v1alpha1.ScratchVolumeUsage{Namespace: ns, Pod: pod, ScratchVolume: sv, SampledSince: metav1.NewTime(time.Now().Truncate(time.Second)),
+			SizeBytes: 512 * mib, LargePages: lp}
+	}
+	applied := &v1alpha1.VolumeLargePages{State: v1alpha1.LargePagesApplied, Huge: "within_size"}
+	refused := &v1alpha1.VolumeLargePages{State: v1alpha1.LargePagesUnsupported, Huge: "never", Message: "the node's kernel does not give this tmpfs large pages"}
+	node := agentReports(t, e, ns+"-a", report("db-0", "tmp", applied), report("db-1", "tmp", nil),
+		report("db-2", "other", refused), report("web-0", "tmp", refused))
+	testenv.Eventually(t, waitTimeout, func() string {
+		sv := getSV(t, e, ns, "tmp")
+		want := []v1alpha1.PodLargePages{{Pod: "db-0", VolumeLargePages: *applied}}
+		if len(sv.Status.Targets) != 1 || fmt.Sprint(sv.Status.Targets[0].LargePages) != fmt.Sprint(want) {
+			return fmt.Sprintf("targets %+v, want db with db-0 Applied only (db-1 not reported yet)", sv.Status.Targets)
+		}
+		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionLargePages, metav1.ConditionTrue, v1alpha1.ReasonLargePagesAsRequested)
+	})
+
+	node.set(t, report("db-0", "tmp", applied), report("db-1", "tmp", refused))
+	testenv.Eventually(t, waitTimeout, func() string {
+		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionLargePages, metav1.ConditionFalse, string(v1alpha1.LargePagesUnsupported))
+	})
+	c := condition(t, e, ns, "tmp", v1alpha1.ConditionLargePages)
+	if !strings.Contains(c.Message, "1 of 2 pod(s)") || !strings.Contains(c.Message, "db-1") || !strings.Contains(c.Message, refused.Message) {
+		t.Errorf("LargePages message %q does not name db-1 and quote its agent", c.Message)
+	}
+	// envtest runs no StatefulSet controller, so Ready waits for the rollout; it must not be
+	// large pages that it waits for.
+	if r := condition(t, e, ns, "tmp", v1alpha1.ConditionReady); r.Reason == string(v1alpha1.LargePagesUnsupported) || strings.Contains(r.Message, "large pages") {
+		t.Errorf("Ready = %+v: a volume without large pages works and must not make the ScratchVolume unready", r)
+	}
+}

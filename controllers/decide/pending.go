@@ -156,12 +156,13 @@ func userEdited(rec *v1alpha1.AppliedConfig, sv *v1alpha1.ScratchVolume, th stri
 	return rec.Generation != sv.Generation && (rec.SpecHash == "" || rec.SpecHash != SpecHash(sv))
 }
 
-// SpecHash is a short hash of sv's spec but spec.changes and spec.sizing: an edit of either alone
-// lets no pending change through.
+// SpecHash is a short hash of sv's spec but spec.changes, spec.sizing and spec.largePages: an
+// edit of one of them alone lets no pending change through.
 func SpecHash(sv *v1alpha1.ScratchVolume) string {
 	spec := sv.Spec
-	// Neither says what a target gets: who may set spec.size, and when a change may be applied.
-	spec.Changes, spec.Sizing = nil, nil
+	// None says what a target's template gets: who may set spec.size, when a change may be
+	// applied, and the pages the node agents give the volumes in place.
+	spec.Changes, spec.Sizing, spec.LargePages = nil, nil, ""
 	raw, _ := json.Marshal(spec) // a spec always marshals
 	return shortHash(raw)
 }

@@ -43,7 +43,7 @@ func (rep *Report) capacity(st *v1alpha1.ScratchVolumeStatus) {
 		st.Usage, st.RecommendedSize, st.FullPods = last.Usage, last.RecommendedSize, last.FullPods
 		for i := range st.Targets {
 			if j := slices.IndexFunc(last.Targets, func(t v1alpha1.ScratchTargetStatus) bool { return t.Name == st.Targets[i].Name }); j >= 0 {
-				st.Targets[i].Usage = last.Targets[j].Usage
+				st.Targets[i].Usage, st.Targets[i].LargePages = last.Targets[j].Usage, last.Targets[j].LargePages
 			}
 		}
 		return
@@ -61,7 +61,11 @@ func (rep *Report) capacity(st *v1alpha1.ScratchVolumeStatus) {
 	}
 	for i := range st.Targets {
 		st.Targets[i].Usage = capacity.Summarize(targets[st.Targets[i].Name])
+		st.Targets[i].LargePages = podPages(targets[st.Targets[i].Name])
 	}
+	pages := largePagesCondition(rep.sv.Spec.LargePages, podPages(obs))
+	pages.ObservedGeneration = rep.sv.Generation
+	meta.SetStatusCondition(&st.Conditions, pages)
 	size := rep.sv.Spec.Size
 	st.Usage = capacity.Summarize(obs)
 	st.RecommendedSize = capacity.Recommend(obs, size)
