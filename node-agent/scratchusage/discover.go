@@ -88,7 +88,8 @@ func hasMemoryEmptyDir(p *corev1.Pod, name string) bool {
 }
 
 // RestrictCache adds to opts a Pod entry that holds only node's pods, trimmed to what Discover
-// reads. Without it the agent of every node would watch every pod of the cluster.
+// reads, and a ScratchVolume entry trimmed to what the agent reads of them (spec.largePages).
+// Without it the agent of every node would watch every pod of the cluster.
 func RestrictCache(opts cache.Options, node string) cache.Options {
 	byObject := make(map[client.Object]cache.ByObject, len(opts.ByObject)+1)
 	for obj, by := range opts.ByObject {
@@ -98,6 +99,7 @@ func RestrictCache(opts cache.Options, node string) cache.Options {
 		Field:     fields.OneTermEqualSelector("spec.nodeName", node),
 		Transform: trimPod,
 	}
+	byObject[&v1alpha1.ScratchVolume{}] = cache.ByObject{Transform: trimScratchVolume}
 	opts.ByObject = byObject
 	return opts
 }
@@ -128,4 +130,16 @@ func trimPod(obj any) (any, error) {
 		}
 	}
 	return out, nil
+}
+
+// trimScratchVolume keeps of a ScratchVolume its name and spec.largePages.
+func trimScratchVolume(obj any) (any, error) {
+	sv, ok := obj.(*v1alpha1.ScratchVolume)
+	if !ok {
+		return obj, nil
+	}
+	return &v1alpha1.ScratchVolume{
+		ObjectMeta: metav1.ObjectMeta{Namespace: sv.Namespace, Name: sv.Name, UID: sv.UID, ResourceVersion: sv.ResourceVersion},
+		Spec:       v1alpha1.ScratchVolumeSpec{LargePages: sv.Spec.LargePages},
+	}, nil
 }

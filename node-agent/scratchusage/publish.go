@@ -42,7 +42,7 @@ func (p *publisher) publish(ctx context.Context, figures map[Volume]Stats, now t
 	if p.published && equality.Semantic.DeepEqual(cur, p.last) {
 		return nil
 	}
-	if p.published && now.Sub(p.lastAt) < p.interval && !newlyFull(p.last, cur) {
+	if p.published && now.Sub(p.lastAt) < p.interval && !newlyFull(p.last, cur) && !pagesChanged(p.last, cur) {
 		return nil
 	}
 	if !p.ensured {
@@ -69,6 +69,10 @@ func usageList(figures map[Volume]Stats) []v1alpha1.ScratchVolumeUsage {
 			SizeBytes:    int64(s.SizeBytes), PeakBytes: int64(s.PeakBytes), WindowPeakBytes: int64(s.WindowPeakBytes),
 			FullEpisodes: int64(s.FullTotal), Full: s.Full,
 		}
+		if s.LargePages.State != "" {
+			lp := s.LargePages
+			u.LargePages = &lp
+		}
 		if !s.LastFull.IsZero() {
 			t := metav1.NewTime(s.LastFull.Truncate(time.Second))
 			u.LastFullTime = &t
@@ -89,6 +93,23 @@ func newlyFull(last, cur []v1alpha1.ScratchVolumeUsage) bool {
 	}
 	for _, u := range cur {
 		if n, ok := before[[3]string{u.Namespace, u.Pod, u.ScratchVolume}]; u.FullEpisodes > 0 && (!ok || u.FullEpisodes > n) {
+			return true
+		}
+	}
+	return false
+}
+
+// pagesChanged reports whether some volume in cur runs with other pages than last said: what a
+// user who just changed spec.largePages, or started a pod, waits to read.
+func pagesChanged(last, cur []v1alpha1.ScratchVolumeUsage) bool {
+	before := make(map[[3]string]v1alpha1.VolumeLargePages, len(last))
+	for _, u := range last {
+		if u.LargePages != nil {
+			before[[3]string{u.Namespace, u.Pod, u.ScratchVolume}] = *u.LargePages
+		}
+	}
+	for _, u := range cur {
+		if u.LargePages != nil && !equality.Semantic.DeepEqual(before[[3]string{u.Namespace, u.Pod, u.ScratchVolume}], *u.LargePages) {
 			return true
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/node-agent/nodeprofile"
 )
 
@@ -54,6 +55,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Pages says whether and how the agent gives the volumes the pages their ScratchVolumes ask
+	// for (spec.largePages).
+	Pages PagesConfig
 }
 
 func (cfg Config) complete() (Config, error) {
@@ -116,6 +120,10 @@ type Sampler struct {
 	// publishFailing is set while writes to the NodeIOProfile fail, so that a failure is logged
 	// when it starts.
 	publishFailing bool
+	// pager sets each volume's pages once per wish; wishesFailing is set while the ScratchVolumes
+	// cannot be listed, so that it is logged when it starts.
+	pager         *pager
+	wishesFailing bool
 }
 
 type tracked struct {
@@ -130,8 +138,10 @@ func NewSampler(cfg Config, pods client.Reader, log logr.Logger) (*Sampler, erro
 	if err != nil {
 		return nil, fmt.Errorf("invalid scratch usage configuration: %w", err)
 	}
-	return &Sampler{cfg: cfg, pods: pods, log: log, tracks: map[key]*tracked{}, unusable: map[key]bool{}}, nil
+	return &Sampler{cfg: cfg, pods: pods, log: log, tracks: map[key]*tracked{}, unusable: map[key]bool{}, pager: newPager(cfg.Pages)}, nil
 }
+
+// +kubebuilder:rbac:groups=dbtune.io,resources=scratchvolumes,verbs=get;list;watch
 
 // Setup adds the sampler of cfg.NodeName to mgr, registers its metrics and has it write the
 // figures to the node's NodeIOProfile. mgr's cache should be restricted with RestrictCache and
@@ -163,7 +173,8 @@ func (s *Sampler) NeedLeaderElection() bool { return false }
 
 // Start samples every interval until ctx ends.
 func (s *Sampler) Start(ctx context.Context) error {
-	s.log.Info("Started sampling scratch volumes", "interval", s.cfg.Interval, "window", s.cfg.Window, "kubeletRoot", s.cfg.KubeletRoot)
+	s.log.Info("Started sampling scratch volumes", "interval", s.cfg.Interval, "window", s.cfg.Window, "kubeletRoot", s.cfg.KubeletRoot,
+		"largePages", s.cfg.Pages.Enabled)
 	tick := time.NewTicker(s.cfg.Interval)
 	defer tick.Stop()
 	for {
@@ -188,14 +199,65 @@ func (s *Sampler) SampleOnce(ctx context.Context) error {
 		return fmt.Errorf("failed to list the Pods of node %s: %w", s.cfg.NodeName, err)
 	}
 	vols := Discover(pods.Items, s.cfg.NodeName)
+	wishes, known := s.wishes(ctx)
 	samples := make(map[key]Usage, len(vols))
+	pages := map[key]v1alpha1.VolumeLargePages{}
 	for _, v := range vols {
-		if u, ok := s.sample(v); ok {
-			samples[v.key()] = u
+		u, ok := s.sample(v)
+		if !ok {
+			continue
+		}
+		samples[v.key()] = u
+		if want, ok := wishes[v.Namespace+"/"+v.ScratchVolume]; ok || !known {
+			if r, ok := s.pagesOf(v, want, known); ok {
+				pages[v.key()] = r
+			}
 		}
 	}
-	s.record(vols, samples, s.cfg.Now())
+	s.record(vols, samples, pages, s.cfg.Now())
 	return nil
+}
+
+// wishes returns what each ScratchVolume ("namespace/name") asks of its volumes' pages; known is
+// false when they could not be listed.
+func (s *Sampler) wishes(ctx context.Context) (map[string]v1alpha1.LargePagesPolicy, bool) {
+	var list v1alpha1.ScratchVolumeList
+	err := s.pods.List(ctx, &list)
+	if err != nil && !s.wishesFailing {
+		s.log.Error(err, "Failed to list the ScratchVolumes; the volumes' pages are left as they are until they can be read")
+	}
+	s.wishesFailing = err != nil
+	if err != nil {
+		return nil, false
+	}
+	out := make(map[string]v1alpha1.LargePagesPolicy, len(list.Items))
+	for _, sv := range list.Items {
+		out[sv.Namespace+"/"+sv.Name] = cmp.Or(sv.Spec.LargePages, v1alpha1.LargePagesWithinSize)
+	}
+	return out, true
+}
+
+// pagesOf gives v the pages want asks for, and logs a change or a failure once.
+func (s *Sampler) pagesOf(v Volume, want v1alpha1.LargePagesPolicy, known bool) (v1alpha1.VolumeLargePages, bool) {
+	if !known {
+		// Keep the last report while the wish cannot be read.
+		d, ok := s.pager.done[v.key()]
+		return d.report, ok
+	}
+	o, attempted := s.pager.ensure(v, v.Dir(s.cfg.KubeletRoot), want, s.cfg.Now())
+	if !attempted || o.retry {
+		return o.report, !o.retry
+	}
+	log := s.log.WithValues("namespace", v.Namespace, "pod", v.Pod, "scratchVolume", v.ScratchVolume, "wanted", want, "state", o.report.State, "huge", o.report.Huge)
+	switch {
+	case o.reconfigured:
+		log.Info("Reconfigured a scratch volume's tmpfs")
+	case o.report.State == v1alpha1.LargePagesFailed || o.report.State == v1alpha1.LargePagesUnsupported || o.report.State == v1alpha1.LargePagesOverridden:
+		log.Info("Could not give a scratch volume the pages its ScratchVolume asks for", "message", o.report.Message)
+	default:
+		log.Info("Found a scratch volume's tmpfs as its ScratchVolume asks")
+	}
+	return o.report, true
 }
 
 // publish writes the figures to the NodeIOProfile, logging a failure when it starts; the next
@@ -232,8 +294,9 @@ func (s *Sampler) sample(v Volume) (Usage, bool) {
 	return Usage{}, false
 }
 
-// record takes in one round: vols are the volumes present, samples those that could be read.
-func (s *Sampler) record(vols []Volume, samples map[key]Usage, now time.Time) {
+// record takes in one round: vols are the volumes present, samples those that could be read and
+// pages what those run with.
+func (s *Sampler) record(vols []Volume, samples map[key]Usage, pages map[key]v1alpha1.VolumeLargePages, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	present := make(map[key]bool, len(vols))
@@ -250,9 +313,13 @@ func (s *Sampler) record(vols []Volume, samples map[key]Usage, now time.Time) {
 			s.tracks[k] = t
 		}
 		t.observe(u, now, s.cfg.FullBelow)
+		if r, ok := pages[k]; ok {
+			t.stats.LargePages = r
+		}
 	}
 	maps.DeleteFunc(s.tracks, func(k key, _ *tracked) bool { return !present[k] })
 	maps.DeleteFunc(s.unusable, func(k key, _ bool) bool { return !present[k] })
+	s.pager.forget(present)
 }
 
 // Snapshot returns the figures of every volume sampled at least once and still present.

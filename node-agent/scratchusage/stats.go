@@ -1,6 +1,10 @@
 package scratchusage
 
-import "time"
+import (
+	"time"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+)
 
 // windowBuckets is how many slices a window is kept in: the windowed peak covers the window to
 // within one slice (a minute of an hour), with a fixed memory cost per volume.
@@ -23,6 +27,8 @@ type Stats struct {
 	// Since is when the agent first sampled the volume; LastFull when a sample last found it full
 	// (zero if never).
 	Since, LastFull time.Time
+	// LargePages is what the volume's tmpfs runs with; its State is empty until the agent knows.
+	LargePages v1alpha1.VolumeLargePages
 }
 
 // tracker accumulates the samples of one volume.
