@@ -73,8 +73,9 @@ func assertDeprecatedSpeedupType(t *testing.T) {
 	}
 }
 
-// TestNodeIOProfileColumns: kubectl get nodeioprofiles shows the buffered write ratio and the
-// disk's own fdatasync latency, and no column reads the deprecated speedup or calls anything one.
+// TestNodeIOProfileColumns: kubectl get nodeioprofiles shows the buffered write ratio, the
+// temporary-file ratios and the disk's own fdatasync latency, and no column reads the deprecated
+// speedup or calls anything one.
 func TestNodeIOProfileColumns(t *testing.T) {
 	raw, err := os.ReadFile("config/crd/bases/dbtune.io_nodeioprofiles.yaml")
 	if err != nil {
@@ -85,10 +86,12 @@ func TestNodeIOProfileColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"Write-Tmpfs/Disk":       ".status.comparison.bufferedWriteRatio",
-		"Small-Files-Tmpfs/Disk": ".status.comparison.smallFileCreateRatio",
-		"Disk-Fdatasync-P50-us":  `.status.targets[?(@.kind=="Disk")].fdatasync.p50Microseconds`,
-		"Disk-Fdatasync-P99-us":  `.status.targets[?(@.kind=="Disk")].fdatasync.p99Microseconds`,
+		"Write-Tmpfs/Disk":            ".status.comparison.bufferedWriteRatio",
+		"Small-Files-Tmpfs/Disk":      ".status.comparison.smallFileCreateRatio",
+		"Disk-Fdatasync-P50-us":       `.status.targets[?(@.kind=="Disk")].fdatasync.p50Microseconds`,
+		"Disk-Fdatasync-P99-us":       `.status.targets[?(@.kind=="Disk")].fdatasync.p99Microseconds`,
+		"Temp-Files-Large-Pages/Disk": ".status.comparison.largePageTempFileRatio",
+		"Temp-Files-Tmpfs/Disk":       ".status.comparison.tempFileRatio",
 	}
 	for _, v := range crd.Spec.Versions {
 		got := map[string]string{}

@@ -1,12 +1,15 @@
 package probe
 
+import "time"
+
 // ComputeComparison sets the tmpfs target beside the disk target. It returns nil unless there is
 // exactly one of each: with two disks there is no single honest "tmpfs versus disk" figure.
 //
 // It compares only what temporary files do on both sides. The write compares the buffered rates:
 // sort files and temporary tables are written and deleted, never synced. fdatasync is not compared
 // at all: on tmpfs it returns at once, so a ratio against it would only restate the disk's latency
-// in microseconds; the disk's own fdatasync figures are what tell its cost.
+// in microseconds; the disk's own fdatasync figures are what tell its cost. The temporary-file
+// ratios set both of the tmpfs's variants, as mounted and with large pages, beside the disk.
 func ComputeComparison(targets []TargetResult) *Comparison {
 	tmpfs, disk, ok := tmpfsAndDisk(targets)
 	if !ok {
@@ -26,7 +29,41 @@ func ComputeComparison(targets []TargetResult) *Comparison {
 			c.SmallFileSizeBytes = t.FileSizeBytes
 		}
 	}
+	c.TempFileRatio = TempFileRatio(tmpfs.TempFiles, disk.TempFiles)
+	c.LargePageTempFileRatio = TempFileRatio(tmpfs.LargePageTempFiles, disk.TempFiles)
 	return c
+}
+
+// TempFileRatio compares two sets of temporary-file results over the file sizes both measured:
+// the rate of each side is its bytes over its time, summed over those sizes, so that a size with
+// more bytes weighs more, as it does in a server's work. It is "" when no size was measured on both.
+func TempFileRatio(num, den []TempFileResult) string {
+	a, b := make([]TempFileResult, 0, len(num)), make([]TempFileResult, 0, len(num))
+	for _, x := range num {
+		for _, y := range den {
+			if x.FileSizeBytes == y.FileSizeBytes && tempFileMeasured(x) && tempFileMeasured(y) {
+				a, b = append(a, x), append(b, y)
+			}
+		}
+	}
+	return FormatRatio(float64(TempFileRate(a)), float64(TempFileRate(b)))
+}
+
+// TempFileRate is the bytes written over the time taken, summed over the results that carry a
+// figure, in bytes per second; 0 when none does.
+func TempFileRate(results []TempFileResult) int64 {
+	var bytes, micros int64
+	for _, r := range results {
+		if tempFileMeasured(r) {
+			bytes += r.FileSizeBytes * int64(r.Files)
+			micros += r.ElapsedMicroseconds
+		}
+	}
+	return PerSecond(bytes, time.Duration(micros)*time.Microsecond)
+}
+
+func tempFileMeasured(r TempFileResult) bool {
+	return r.Unsupported == "" && r.Files > 0 && r.ElapsedMicroseconds > 0
 }
 
 func tmpfsAndDisk(targets []TargetResult) (tmpfs, disk *TargetResult, ok bool) {

@@ -2,7 +2,10 @@
 // files produce, the way administrators used to measure it by hand: a `dd bs=128M count=2` sequential
 // write (buffered and with `conv=fdatasync`), a `dd bs=512k oflag=direct` write, a cold read of the
 // written file, small-file create/read/unlink churn, etcd's 2300-byte write+fdatasync latency check,
-// and an `hdparm -t` buffered read of a block device.
+// and an `hdparm -t` buffered read of a block device. One workload is a database server's own
+// pattern rather than a tool's: temporary files (O_TMPFILE) written and read back in 64 KiB calls,
+// which on a tmpfs target also runs on a tmpfs of the probe's own with large pages
+// (huge=within_size), mounted detached for the run (see tempfiles.go).
 //
 // Everything runs in-process through system calls; nothing is shelled out. A run is bounded in bytes
 // and time by [Options], refuses to start on a target without room for it, works inside one private

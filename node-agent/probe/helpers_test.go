@@ -50,6 +50,7 @@ func smallOptions() Options {
 	o.ColdReadBlockBytes = 1 * MiB
 	o.DirectWriteBytes, o.DirectWriteBlockBytes = 4*MiB, 512*KiB
 	o.Churn = []ChurnSize{{FileBytes: 5000, Files: 200}, {FileBytes: 5_000_000, Files: 3}}
+	o.TempFiles = []TempFileSize{{FileBytes: 1 * MiB, Files: 6}, {FileBytes: 4 * MiB, Files: 3}}
 	o.FsyncSamples = 100
 	o.DeviceReadDuration = 2 * time.Second
 	return o

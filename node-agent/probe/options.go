@@ -27,6 +27,14 @@ type ChurnSize struct {
 	Files int
 }
 
+// TempFileSize is one temporary-file workload: Files files of FileBytes each, one after another.
+type TempFileSize struct {
+	// FileBytes is the size of each file.
+	FileBytes int64
+	// Files is how many files to write, read back and close.
+	Files int
+}
+
 // Options bounds a probe run. Start from DefaultOptions; the zero value is rejected by Validate.
 type Options struct {
 	// SeqWriteBytes is the size of the sequential-write file (dd count × bs).
@@ -51,6 +59,14 @@ type Options struct {
 	Churn []ChurnSize
 	// ChurnMaxDuration caps each pass (create, then read+unlink) of each churn workload.
 	ChurnMaxDuration time.Duration
+
+	// TempFiles lists the temporary-file workloads, run in order on every target and, on a tmpfs
+	// target, a second time on a tmpfs of the probe's own with large pages (huge=within_size).
+	TempFiles []TempFileSize
+	// TempFileBlockBytes is the size of each write and pread of the temporary-file workloads.
+	TempFileBlockBytes int64
+	// TempFileMaxDuration caps each temporary-file workload (one file size on one filesystem).
+	TempFileMaxDuration time.Duration
 
 	// FsyncWriteBytes is the size of each write of the fdatasync latency check.
 	FsyncWriteBytes int64
@@ -83,8 +99,9 @@ type Options struct {
 }
 
 // DefaultOptions returns the options of a regular run. With two targets (a tmpfs and a disk) it
-// writes about 860 MiB in total, stays under 1 GiB, needs 512 MiB free per target and finishes
-// within MaxDuration (60 s); on tmpfs everything takes a second or two.
+// writes about 1.7 GiB in total (the temporary-file workloads, 288 MiB per filesystem, run on the
+// disk, the tmpfs and a tmpfs with large pages), stays under 2 GiB, needs 512 MiB free per target
+// and finishes within MaxDuration (60 s); on tmpfs everything takes a second or two.
 func DefaultOptions() Options {
 	return Options{
 		SeqWriteBytes:          256 * MiB,
@@ -96,6 +113,9 @@ func DefaultOptions() Options {
 		DirectWriteMaxDuration: 3 * time.Second,
 		Churn:                  []ChurnSize{{FileBytes: 5000, Files: 2000}, {FileBytes: 5_000_000, Files: 20}},
 		ChurnMaxDuration:       2 * time.Second,
+		TempFiles:              []TempFileSize{{FileBytes: 4 * MiB, Files: 32}, {FileBytes: 20 * MiB, Files: 8}},
+		TempFileBlockBytes:     64 * KiB,
+		TempFileMaxDuration:    time.Second,
 		FsyncWriteBytes:        2300,
 		FsyncSamples:           2000,
 		FsyncMaxDuration:       3 * time.Second,
@@ -103,15 +123,17 @@ func DefaultOptions() Options {
 		DeviceReadMaxBytes:     2 * GiB,
 		DeviceReadDuration:     3 * time.Second,
 		MaxDuration:            60 * time.Second,
-		MaxTotalWriteBytes:     1 * GiB,
+		MaxTotalWriteBytes:     2 * GiB,
 		SysfsRoot:              "/sys",
 		ProcfsRoot:             "/proc",
 	}
 }
 
-// WriteBytesPerTarget is the most the run writes to one target (fdatasync preallocation included).
+// WriteBytesPerTarget is the most the run writes for one target (fdatasync preallocation
+// included). The temporary-file workloads count twice: on a tmpfs target they run again on a tmpfs
+// with large pages, and the budget is checked before the run knows which targets are tmpfs.
 func (o *Options) WriteBytesPerTarget() int64 {
-	total := o.SeqWriteBytes + o.DirectWriteBytes + o.fsyncFileBytes()
+	total := o.SeqWriteBytes + o.DirectWriteBytes + o.fsyncFileBytes() + 2*o.tempFileBytes()
 	for _, c := range o.Churn {
 		total += c.FileBytes * int64(c.Files)
 	}
@@ -119,13 +141,30 @@ func (o *Options) WriteBytesPerTarget() int64 {
 }
 
 // PeakBytesPerTarget is the most the run keeps on one target at any moment: each workload removes
-// its files before the next one starts.
+// its files before the next one starts, and a temporary file is gone once it is closed.
 func (o *Options) PeakBytesPerTarget() int64 {
-	peak := max(o.SeqWriteBytes, o.DirectWriteBytes, o.fsyncFileBytes())
+	peak := max(o.SeqWriteBytes, o.DirectWriteBytes, o.fsyncFileBytes(), o.largestTempFile())
 	for _, c := range o.Churn {
 		peak = max(peak, c.FileBytes*int64(c.Files))
 	}
 	return peak
+}
+
+// tempFileBytes is what the temporary-file workloads write on one filesystem.
+func (o *Options) tempFileBytes() int64 {
+	var total int64
+	for _, s := range o.TempFiles {
+		total += s.FileBytes * int64(s.Files)
+	}
+	return total
+}
+
+func (o *Options) largestTempFile() int64 {
+	var largest int64
+	for _, s := range o.TempFiles {
+		largest = max(largest, s.FileBytes)
+	}
+	return largest
 }
 
 func (o *Options) fsyncFileBytes() int64 { return o.FsyncWriteBytes * int64(o.FsyncSamples) }
@@ -136,9 +175,15 @@ func (o *Options) seqBlockBytes() int64 { return min(o.SeqWriteBlockBytes, o.Seq
 
 func (o *Options) directBlockBytes() int64 { return min(o.DirectWriteBlockBytes, o.DirectWriteBytes) }
 
+// tempBlockBytes is the write and pread size of the temporary-file workloads: no call is larger
+// than the largest file.
+func (o *Options) tempBlockBytes() int64 {
+	return min(o.TempFileBlockBytes, max(o.largestTempFile(), 1))
+}
+
 // writeBufferBytes is the size of the one random buffer every write takes its data from.
 func (o *Options) writeBufferBytes() int64 {
-	size := max(o.seqBlockBytes(), o.directBlockBytes(), o.FsyncWriteBytes)
+	size := max(o.seqBlockBytes(), o.directBlockBytes(), o.FsyncWriteBytes, o.tempBlockBytes())
 	for _, c := range o.Churn {
 		size = max(size, c.FileBytes)
 	}
@@ -156,7 +201,9 @@ func orDefault(s, def string) string {
 	return s
 }
 
-func (o *Options) readBufferBytes() int64 { return max(o.ColdReadBlockBytes, o.DeviceReadBlockBytes) }
+func (o *Options) readBufferBytes() int64 {
+	return max(o.ColdReadBlockBytes, o.DeviceReadBlockBytes, o.tempBlockBytes())
+}
 
 // Validate checks the options for a run over the given number of targets. It joins one error per
 // problem, each matching ErrInvalidOptions.
@@ -167,6 +214,7 @@ func (o *Options) Validate(targets int) error {
 		positive("ColdReadBlockBytes", o.ColdReadBlockBytes),
 		aligned("DirectWriteBytes", o.DirectWriteBytes),
 		aligned("DirectWriteBlockBytes", o.DirectWriteBlockBytes),
+		positive("TempFileBlockBytes", o.TempFileBlockBytes),
 		positive("FsyncWriteBytes", o.FsyncWriteBytes),
 		positive("FsyncSamples", int64(o.FsyncSamples)),
 		positive("DeviceReadBlockBytes", o.DeviceReadBlockBytes),
@@ -174,6 +222,7 @@ func (o *Options) Validate(targets int) error {
 		positive("MaxTotalWriteBytes", o.MaxTotalWriteBytes),
 		o.validateDurations(),
 		o.validateChurn(),
+		o.validateTempFiles(),
 		o.validateBudget(targets),
 	}
 	return errors.Join(errs...)
@@ -185,7 +234,8 @@ func (o *Options) validateDurations() error {
 		d    time.Duration
 	}{
 		{"ColdReadMaxDuration", o.ColdReadMaxDuration}, {"DirectWriteMaxDuration", o.DirectWriteMaxDuration},
-		{"ChurnMaxDuration", o.ChurnMaxDuration}, {"FsyncMaxDuration", o.FsyncMaxDuration},
+		{"ChurnMaxDuration", o.ChurnMaxDuration}, {"TempFileMaxDuration", o.TempFileMaxDuration},
+		{"FsyncMaxDuration", o.FsyncMaxDuration},
 		{"DeviceReadDuration", o.DeviceReadDuration}, {"MaxDuration", o.MaxDuration},
 	}
 	var errs []error
@@ -204,6 +254,24 @@ func (o *Options) validateChurn() error {
 			errs = append(errs, invalidOption("churn workload %d needs a positive file size and count, got %d files of %d bytes",
 				i+1, c.Files, c.FileBytes))
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// validateTempFiles also refuses a file size given twice: each size is one result, and the
+// NodeIOProfile lists them by size.
+func (o *Options) validateTempFiles() error {
+	var errs []error
+	seen := map[int64]bool{}
+	for i, s := range o.TempFiles {
+		switch {
+		case s.FileBytes <= 0 || s.Files <= 0:
+			errs = append(errs, invalidOption("temporary-file workload %d needs a positive file size and count, got %d files of %d bytes",
+				i+1, s.Files, s.FileBytes))
+		case seen[s.FileBytes]:
+			errs = append(errs, invalidOption("temporary-file workload %d repeats the file size %d bytes; give each size once", i+1, s.FileBytes))
+		}
+		seen[s.FileBytes] = true
 	}
 	return errors.Join(errs...)
 }

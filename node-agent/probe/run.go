@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/dbtune/scratch-operator/node-agent/tmpfspages"
 )
 
 // TempDirPattern names the private working directory a run creates in each target (os.MkdirTemp
@@ -32,14 +34,16 @@ func Run(ctx context.Context, targets []Target, opts Options) (*Result, error) {
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, opts.MaxDuration, timeLimit(opts.MaxDuration))
 	defer cancel()
-	res := &Result{Kernel: kernelRelease(), FreePageReporting: FreePageReporting(opts.sysfsRoot()), StartTime: time.Now()}
+	h := readHost(&opts)
+	res := &Result{Kernel: h.kernel, FreePageReporting: FreePageReporting(opts.sysfsRoot()),
+		TransparentHugePages: h.transparentHugePages(), StartTime: time.Now()}
 	bufs, err := newBuffers(&opts)
 	if err != nil {
 		return nil, err
 	}
 	defer bufs.release()
 	for i := range plans {
-		res.Targets = append(res.Targets, runTarget(ctx, &plans[i], &opts, bufs, res.Kernel))
+		res.Targets = append(res.Targets, runTarget(ctx, &plans[i], &opts, bufs, h))
 	}
 	res.FinishTime = time.Now()
 	res.DurationMilliseconds = res.FinishTime.Sub(res.StartTime).Milliseconds()
@@ -75,8 +79,33 @@ func (t *TargetResult) fail(err error) {
 	t.Err, t.Error = err, err.Error()
 }
 
+// host is what a run knows of the machine, read once before the first target.
+type host struct {
+	// kernel is the release (uname -r).
+	kernel string
+	// pages are the kernel's large-page settings for tmpfs, unless pagesErr says why not.
+	pages    tmpfspages.Kernel
+	pagesErr error
+}
+
+func readHost(o *Options) *host {
+	h := &host{kernel: kernelRelease()}
+	h.pages, h.pagesErr = tmpfspages.ReadKernel(tmpfspages.Paths{
+		ShmemEnabled: filepath.Join(o.sysfsRoot(), "kernel", "mm", "transparent_hugepage", "shmem_enabled"),
+		Cmdline:      filepath.Join(o.procfsRoot(), "cmdline"),
+	})
+	return h
+}
+
+func (h *host) transparentHugePages() *TransparentHugePages {
+	if h.pagesErr != nil {
+		return nil
+	}
+	return &TransparentHugePages{ShmemEnabled: h.pages.ShmemEnabled, TmpfsDefault: h.pages.TmpfsDefault}
+}
+
 // runTarget runs every workload on one target inside a private directory that it always removes.
-func runTarget(ctx context.Context, p *plan, o *Options, bufs *buffers, kernel string) (tr TargetResult) {
+func runTarget(ctx context.Context, p *plan, o *Options, bufs *buffers, h *host) (tr TargetResult) {
 	tr = TargetResult{Name: p.Name, Path: p.Path, Kind: p.kind, Provenance: p.prov}
 	if ctx.Err() != nil {
 		tr.fail(failure(ErrNotProbed, p.Path, "not probed: %w", context.Cause(ctx)))
@@ -92,7 +121,7 @@ func runTarget(ctx context.Context, p *plan, o *Options, bufs *buffers, kernel s
 			tr.fail(joinFailures(tr.Err, ioFailure(dir, err, "failed to remove %s: %w", dir, err)))
 		}
 	}()
-	for _, s := range workloads(ctx, dir, p, o, bufs, kernel, &tr) {
+	for _, s := range workloads(ctx, dir, p, o, bufs, h, &tr) {
 		if err := s.run(); err != nil {
 			tr.fail(fmt.Errorf("%s: %w", s.name, causeOf(ctx, err)))
 			break
@@ -108,7 +137,7 @@ type step struct {
 	run  func() error
 }
 
-func workloads(ctx context.Context, dir string, p *plan, o *Options, bufs *buffers, kernel string, tr *TargetResult) []step {
+func workloads(ctx context.Context, dir string, p *plan, o *Options, bufs *buffers, h *host, tr *TargetResult) []step {
 	seqPath := filepath.Join(dir, "sequential")
 	directPath := filepath.Join(dir, "direct")
 	fsyncPath := filepath.Join(dir, "fdatasync")
@@ -122,7 +151,7 @@ func workloads(ctx context.Context, dir string, p *plan, o *Options, bufs *buffe
 			return removeAfter(seqPath, err)
 		}},
 		{"O_DIRECT write", func() (err error) {
-			tr.DirectWrite, err = directWrite(ctx, directPath, p.kind, kernel, bufs.write,
+			tr.DirectWrite, err = directWrite(ctx, directPath, p.kind, h.kernel, bufs.write,
 				o.DirectWriteBytes, o.directBlockBytes(), o.DirectWriteMaxDuration)
 			return removeAfter(directPath, err)
 		}},
@@ -133,6 +162,18 @@ func workloads(ctx context.Context, dir string, p *plan, o *Options, bufs *buffe
 			if r != nil {
 				tr.FileChurn = append(tr.FileChurn, *r)
 			}
+			return err
+		}})
+	}
+	if len(o.TempFiles) > 0 {
+		steps = append(steps, step{"temporary files", func() (err error) {
+			tr.TempFiles, err = targetTempFiles(ctx, dir, p, o, bufs)
+			return err
+		}})
+	}
+	if len(o.TempFiles) > 0 && p.kind == KindTmpfs {
+		steps = append(steps, step{"temporary files with large pages", func() (err error) {
+			tr.LargePageTempFiles, err = largePageTempFiles(ctx, p, o, bufs, h)
 			return err
 		}})
 	}

@@ -36,6 +36,11 @@ func TestRunOnTmpfs(t *testing.T) {
 	}
 	assertChurn(t, tr, o)
 	assertFsync(t, tr, o)
+	assertTempFiles(t, tr.Name, tr.TempFiles, o, "size=65536k")
+	assertLargePageTempFiles(t, tr, o)
+	if res.TransparentHugePages == nil || res.TransparentHugePages.TmpfsDefault == "" {
+		t.Errorf("the run did not report the kernel's large-page settings: %+v", res.TransparentHugePages)
+	}
 	if res.Kernel == "" || res.Comparison != nil || res.DurationMilliseconds < 0 {
 		t.Errorf("run summary: kernel %q, comparison %+v, duration %d ms", res.Kernel, res.Comparison, res.DurationMilliseconds)
 	}
@@ -86,13 +91,22 @@ func TestRunOnDiskAndTmpfs(t *testing.T) {
 	assertSequential(t, d, o)
 	assertChurn(t, d, o)
 	assertFsync(t, d, o)
+	assertTempFiles(t, d.Name, d.TempFiles, o, d.Provenance.MountOptions)
+	if d.Provenance.MountOptions == "" || d.LargePageTempFiles != nil {
+		t.Errorf("disk: mount options %q, large-page temporary files %+v (a disk target has none)", d.Provenance.MountOptions, d.LargePageTempFiles)
+	}
+	assertLargePageTempFiles(t, res.Targets[1], o)
 	if d.DirectWrite == nil || (d.DirectWrite.Unsupported == "" && d.DirectWrite.BytesPerSecond <= 0) {
 		t.Errorf("disk O_DIRECT write = %+v", d.DirectWrite)
 	}
 	c := res.Comparison
 	if c == nil || c.TmpfsTarget != "ram" || c.DiskTarget != "disk" || c.BufferedWriteRatio == "" || c.SmallFileCreateRatio == "" ||
-		c.SmallFileSizeBytes != o.Churn[0].FileBytes {
+		c.SmallFileSizeBytes != o.Churn[0].FileBytes || c.TempFileRatio == "" {
 		t.Errorf("comparison = %+v", c)
+	}
+	if want := TempFileRatio(res.Targets[1].LargePageTempFiles, d.TempFiles); c.LargePageTempFileRatio != want ||
+		(largePagesAvailable(t) && want == "") {
+		t.Errorf("large-page comparison = %q, want %q", c.LargePageTempFileRatio, want)
 	}
 }
 

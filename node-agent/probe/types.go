@@ -30,6 +30,9 @@ type Result struct {
 	// FreePageReporting says the machine's balloon hands free memory back to the hypervisor, which
 	// makes the buffered figures vary from run to run (see FreePageReporting).
 	FreePageReporting bool `json:"freePageReporting,omitempty"`
+	// TransparentHugePages is what the kernel says about large pages on tmpfs; nil when its
+	// settings could not be read.
+	TransparentHugePages *TransparentHugePages `json:"transparentHugePages,omitempty"`
 	// StartTime is when the run started.
 	StartTime time.Time `json:"startTime"`
 	// FinishTime is when the run finished (the API's lastRunTime).
@@ -62,6 +65,12 @@ type TargetResult struct {
 	FileChurn []FileChurnResult `json:"fileChurn,omitempty"`
 	// Fdatasync is the small-write sync latency.
 	Fdatasync *FdatasyncResult `json:"fdatasync,omitempty"`
+	// TempFiles holds the temporary-file pattern, one result per file size, on the target as it
+	// is mounted.
+	TempFiles []TempFileResult `json:"tempFiles,omitempty"`
+	// LargePageTempFiles is the same pattern on a detached tmpfs with huge=within_size, for a tmpfs
+	// target only: what a ScratchVolume's tmpfs runs with.
+	LargePageTempFiles []TempFileResult `json:"largePageTempFiles,omitempty"`
 	// DeviceRead is the raw buffered read of Target.Device.
 	DeviceRead *ThroughputResult `json:"deviceRead,omitempty"`
 	// Error says why the target could not be probed completely; the workloads before it stand.
@@ -132,6 +141,37 @@ type FileChurnResult struct {
 	ElapsedMicroseconds int64 `json:"elapsedMicroseconds,omitempty"`
 }
 
+// TempFileResult is what a database server's temporary files do on a filesystem: unlinked files
+// (O_TMPFILE), each written in BlockSizeBytes writes, read back with preads of the same size and
+// closed, one after another. No fdatasync: temporary files are never synced.
+type TempFileResult struct {
+	// FileSizeBytes is the size of each file.
+	FileSizeBytes int64 `json:"fileSizeBytes"`
+	// BlockSizeBytes is the size of each write and pread.
+	BlockSizeBytes int64 `json:"blockSizeBytes,omitempty"`
+	// Files is how many files were written, read and closed (fewer than asked when the time cap
+	// hit).
+	Files int32 `json:"files,omitempty"`
+	// BytesPerSecond is the bytes written (each is read back once) divided by the time of the loop.
+	BytesPerSecond int64 `json:"bytesPerSecond,omitempty"`
+	// ElapsedMicroseconds is the time of the whole loop: opens, writes, preads and closes.
+	ElapsedMicroseconds int64 `json:"elapsedMicroseconds,omitempty"`
+	// MountOptions are the options of the filesystem measured: the target's, or those the probe
+	// mounted its own tmpfs with.
+	MountOptions string `json:"mountOptions,omitempty"`
+	// Unsupported explains why this variant could not be measured; no figure is reported then.
+	Unsupported string `json:"unsupported,omitempty"`
+}
+
+// TransparentHugePages is what the kernel says about large pages on tmpfs.
+type TransparentHugePages struct {
+	// ShmemEnabled is the selected value of transparent_hugepage/shmem_enabled; empty when the
+	// kernel has no transparent huge pages.
+	ShmemEnabled string `json:"shmemEnabled,omitempty"`
+	// TmpfsDefault is the huge= option a tmpfs mounted without one gets.
+	TmpfsDefault string `json:"tmpfsDefault,omitempty"`
+}
+
 // FdatasyncResult is etcd's disk check: small sequential writes, each followed by fdatasync.
 type FdatasyncResult struct {
 	// WriteSizeBytes is the size of each write.
@@ -172,4 +212,8 @@ type Comparison struct {
 	SmallFileCreateRatio string `json:"smallFileCreateRatio,omitempty"`
 	// SmallFileSizeBytes is the file size SmallFileCreateRatio compares.
 	SmallFileSizeBytes int64 `json:"smallFileSizeBytes,omitempty"`
+	// TempFileRatio compares the temporary-file pattern on the tmpfs as mounted with the disk's.
+	TempFileRatio string `json:"tempFileRatio,omitempty"`
+	// LargePageTempFileRatio compares it on a tmpfs with huge=within_size with the disk's.
+	LargePageTempFileRatio string `json:"largePageTempFileRatio,omitempty"`
 }

@@ -30,7 +30,7 @@
 //
 // The agent server-side applies, under the dbtune-node-agent field manager, only its part of the
 // status: targets, comparison, the deprecated speedup (coldRead and smallFiles only), kernel,
-// lastRunTime, lastRunDurationMilliseconds and the Probed and Degraded conditions. The readAhead list and the ReadAheadApplied condition belong to the
+// transparentHugePages, lastRunTime, lastRunDurationMilliseconds and the Probed and Degraded conditions. The readAhead list and the ReadAheadApplied condition belong to the
 // read-ahead side, which must apply them under a field manager of its own. A failed write is kept
 // in memory and retried with backoff, so a run measured while the API server is away is written
 // when it comes back; the agent keeps running meanwhile.
@@ -45,9 +45,10 @@
 //	dbtune_node_probe_read_bytes_per_second{target,device}              cold sequential read
 //	dbtune_node_probe_device_read_bytes_per_second{target,device}       raw device read (hdparm -t)
 //	dbtune_node_probe_file_churn_files_per_second{target,device,size,op="create|read_unlink"}
+//	dbtune_node_probe_temp_file_bytes_per_second{target,device,size,pages="as_mounted|large"}
 //	dbtune_node_probe_fdatasync_duration_seconds{target,device}         histogram, etcd's buckets
 //	dbtune_node_probe_fdatasync_last_run_seconds{target,device,percentile="50|99"}
-//	dbtune_node_probe_tmpfs_to_disk_ratio{workload="buffered_write|cold_read|small_file_create"}
+//	dbtune_node_probe_tmpfs_to_disk_ratio{workload="buffered_write|cold_read|small_file_create|temp_file|large_page_temp_file"}
 //	dbtune_node_probe_tmpfs_speedup_ratio{workload="cold_read|small_files"}   deprecated
 //	dbtune_node_probe_target_info{target,path,kind,device,fstype,scheduler,rotational}
 //	dbtune_node_probe_last_run_timestamp_seconds

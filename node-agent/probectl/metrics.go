@@ -31,6 +31,9 @@ var (
 	descChurn = prometheus.NewDesc("dbtune_node_probe_file_churn_files_per_second",
 		"Small-file rate of the last run, per file size in bytes: create (create+write+close) or read_unlink (open+read+close+unlink).",
 		[]string{"target", "device", "size", "op"}, nil)
+	descTempFile = prometheus.NewDesc("dbtune_node_probe_temp_file_bytes_per_second",
+		"Temporary-file rate of the last run, per file size in bytes: bytes written (each read back once) over the time of the loop. pages: as_mounted on the target as it is mounted, large on a tmpfs of the agent's own with huge=within_size (tmpfs targets only).",
+		[]string{"target", "device", "size", "pages"}, nil)
 	descFsync = prometheus.NewDesc("dbtune_node_probe_fdatasync_duration_seconds",
 		"Latency of fdatasync after a small write, with etcd's wal_fsync buckets, summed over the runs since the agent started. The sum is not measured and is NaN.",
 		[]string{"target", "device"}, nil)
@@ -38,7 +41,7 @@ var (
 		"fdatasync latency after a small write in the last run, at the 50th and 99th percentile. On tmpfs fdatasync is a no-op: the disk's figure is the one that tells a cost.",
 		[]string{"target", "device", "percentile"}, nil)
 	descRatio = prometheus.NewDesc("dbtune_node_probe_tmpfs_to_disk_ratio",
-		"The tmpfs target's figure divided by the disk target's in the last run: buffered_write (sequential write without fdatasync, as temporary files are written), cold_read, small_file_create. fdatasync has no ratio: on tmpfs it is a no-op.",
+		"The tmpfs target's figure divided by the disk target's in the last run: buffered_write (sequential write without fdatasync, as temporary files are written), cold_read, small_file_create, temp_file (the temporary-file rate, tmpfs as mounted), large_page_temp_file (the same on a tmpfs with huge=within_size). fdatasync has no ratio: on tmpfs it is a no-op.",
 		[]string{"workload"}, nil)
 	descSpeedup = prometheus.NewDesc("dbtune_node_probe_tmpfs_speedup_ratio",
 		"Deprecated, removed in the next release: use dbtune_node_probe_tmpfs_to_disk_ratio. Still published for cold_read and small_files; sequential_write and fdatasync, which compared with tmpfs's no-op fdatasync, are gone.",
@@ -92,7 +95,7 @@ func newProbeCollector() *probeCollector {
 
 // Describe sends every descriptor the collector can produce.
 func (c *probeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descWrite, descRead, descDeviceRead, descChurn, descFsync, descFsyncLastRun, descRatio,
+	for _, d := range []*prometheus.Desc{descWrite, descRead, descDeviceRead, descChurn, descTempFile, descFsync, descFsyncLastRun, descRatio,
 		descSpeedup, descInfo, descLastRun, descLastSuccess, descDuration, descRuns} {
 		ch <- d
 	}
@@ -201,6 +204,8 @@ func gauges(res *probe.Result) []prometheus.Metric {
 			add(descChurn, float64(ch.CreateFilesPerSecond), t.Name, dev, size, "create")
 			add(descChurn, float64(ch.ReadUnlinkFilesPerSecond), t.Name, dev, size, "read_unlink")
 		}
+		ms = append(ms, tempFileGauges(t, "as_mounted", t.TempFiles)...)
+		ms = append(ms, tempFileGauges(t, "large", t.LargePageTempFiles)...)
 		if f := t.Fdatasync; f != nil && f.Samples > 0 {
 			add(descFsyncLastRun, float64(f.P50Microseconds)/1e6, t.Name, dev, "50")
 			add(descFsyncLastRun, float64(f.P99Microseconds)/1e6, t.Name, dev, "99")
@@ -208,6 +213,18 @@ func gauges(res *probe.Result) []prometheus.Metric {
 	}
 	if c := res.Comparison; c != nil {
 		ms = append(ms, ratios(c)...)
+	}
+	return ms
+}
+
+// tempFileGauges publishes one filesystem's temporary-file rates; an unsupported variant has none.
+func tempFileGauges(t *probe.TargetResult, pages string, results []probe.TempFileResult) []prometheus.Metric {
+	var ms []prometheus.Metric
+	for _, r := range results {
+		if r.Unsupported == "" && r.Files > 0 {
+			ms = append(ms, prometheus.MustNewConstMetric(descTempFile, prometheus.GaugeValue, float64(r.BytesPerSecond),
+				t.Name, t.Provenance.Device, strconv.FormatInt(r.FileSizeBytes, 10), pages))
+		}
 	}
 	return ms
 }
@@ -224,6 +241,8 @@ func ratios(c *probe.Comparison) []prometheus.Metric {
 	add(descRatio, c.BufferedWriteRatio, "buffered_write")
 	add(descRatio, c.ColdReadRatio, "cold_read")
 	add(descRatio, c.SmallFileCreateRatio, "small_file_create")
+	add(descRatio, c.TempFileRatio, "temp_file")
+	add(descRatio, c.LargePageTempFileRatio, "large_page_temp_file")
 	add(descSpeedup, c.ColdReadRatio, "cold_read")
 	add(descSpeedup, c.SmallFileCreateRatio, "small_files")
 	return ms

@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/dbtune/scratch-operator/node-agent/probe"
 )
 
 // gather collects the registry's families by name.
@@ -91,6 +93,11 @@ func TestMetricsPublishTheLastRun(t *testing.T) {
 		{"dbtune_node_probe_tmpfs_to_disk_ratio", map[string]string{"workload": "buffered_write"}, 3},
 		{"dbtune_node_probe_tmpfs_to_disk_ratio", map[string]string{"workload": "cold_read"}, 12},
 		{"dbtune_node_probe_tmpfs_to_disk_ratio", map[string]string{"workload": "small_file_create"}, 10},
+		{"dbtune_node_probe_temp_file_bytes_per_second", map[string]string{"target": "tmpfs", "device": "", "size": "4194304", "pages": "as_mounted"}, 1048576000},
+		{"dbtune_node_probe_temp_file_bytes_per_second", map[string]string{"target": "tmpfs", "device": "", "size": "4194304", "pages": "large"}, 4194304000},
+		{"dbtune_node_probe_temp_file_bytes_per_second", map[string]string{"target": "disk", "device": "vda", "size": "4194304", "pages": "as_mounted"}, 2097152000},
+		{"dbtune_node_probe_tmpfs_to_disk_ratio", map[string]string{"workload": "temp_file"}, 0.5},
+		{"dbtune_node_probe_tmpfs_to_disk_ratio", map[string]string{"workload": "large_page_temp_file"}, 2},
 		{"dbtune_node_probe_fdatasync_last_run_seconds", map[string]string{"target": "disk", "device": "vda", "percentile": "50"}, 0.0009},
 		{"dbtune_node_probe_fdatasync_last_run_seconds", map[string]string{"target": "disk", "device": "vda", "percentile": "99"}, 0.003},
 		{"dbtune_node_probe_tmpfs_speedup_ratio", map[string]string{"workload": "cold_read"}, 12},
@@ -104,6 +111,9 @@ func TestMetricsPublishTheLastRun(t *testing.T) {
 	}
 	if find(mfs, "dbtune_node_probe_write_bytes_per_second", map[string]string{"target": "tmpfs", "mode": "direct"}) != nil {
 		t.Error("an unsupported O_DIRECT write must publish no figure")
+	}
+	if find(mfs, "dbtune_node_probe_temp_file_bytes_per_second", map[string]string{"target": "disk", "pages": "large"}) != nil {
+		t.Error("a disk target has no large-page temporary files")
 	}
 	assertNoRatioAgainstNoOp(t, mfs)
 	if got, want := gaugeValue(t, mfs, "dbtune_node_probe_last_run_timestamp_seconds", nil), unixSeconds(t1.Add(1)); got != want {
@@ -136,6 +146,27 @@ func assertNoRatioAgainstNoOp(t *testing.T, mfs map[string]*dto.MetricFamily) {
 				}
 			}
 		}
+	}
+}
+
+// An agent that may not mount a tmpfs of its own publishes no large-page rate and no ratio for
+// it; the tmpfs as mounted keeps both.
+func TestMetricsWithoutLargePages(t *testing.T) {
+	tmpfs := tmpfsResult()
+	tmpfs.LargePageTempFiles = []probe.TempFileResult{{FileSizeBytes: 4 << 20, Unsupported: "the probe may not mount a tmpfs of its own"}}
+	c := newProbeCollector()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	c.observe(runOutcome{Result: run(tmpfs, diskResult())}, t1)
+	mfs := gather(t, reg)
+	if m := find(mfs, "dbtune_node_probe_temp_file_bytes_per_second", map[string]string{"pages": "large"}); m != nil {
+		t.Errorf("an unsupported variant published %v", m)
+	}
+	if m := find(mfs, "dbtune_node_probe_tmpfs_to_disk_ratio", map[string]string{"workload": "large_page_temp_file"}); m != nil {
+		t.Errorf("an unsupported variant has a ratio: %v", m)
+	}
+	if got := gaugeValue(t, mfs, "dbtune_node_probe_tmpfs_to_disk_ratio", map[string]string{"workload": "temp_file"}); got != 0.5 {
+		t.Errorf("temp_file ratio = %g, want 0.5", got)
 	}
 }
 

@@ -103,11 +103,33 @@ func assertPrinterColumns(t *testing.T, e *testenv.Env, p *v1alpha1.NodeIOProfil
 	want := map[string]any{
 		"Write-Tmpfs/Disk": c.BufferedWriteRatio, "Small-Files-Tmpfs/Disk": c.SmallFileCreateRatio, "Read-Tmpfs/Disk": c.ColdReadRatio,
 		"Disk-Fdatasync-P50-us": float64(disk.P50Microseconds), "Disk-Fdatasync-P99-us": float64(disk.P99Microseconds),
+		"Temp-Files-Tmpfs/Disk": c.TempFileRatio, "Temp-Files-Large-Pages/Disk": c.LargePageTempFileRatio,
 	}
 	for name, w := range want {
 		if got[name] != w {
 			t.Errorf("column %s = %v, want %v", name, got[name], w)
 		}
+	}
+}
+
+// assertTempFiles checks that the temporary-file results of a tmpfs and a disk target reached the
+// profile: the tmpfs's as mounted and with large pages (or why not), the disk's as mounted only.
+func assertTempFiles(t *testing.T, p *v1alpha1.NodeIOProfile) {
+	t.Helper()
+	tmpfs, disk := p.Status.Targets[0], p.Status.Targets[1]
+	for name, rs := range map[string][]v1alpha1.TempFileResult{"tmpfs": tmpfs.TempFiles, "disk": disk.TempFiles} {
+		if len(rs) != 1 || rs[0].Files != 4 || rs[0].BytesPerSecond <= 0 || rs[0].MountOptions == "" {
+			t.Errorf("%s: temporary files = %+v, want 4 files measured", name, rs)
+		}
+	}
+	if l := tmpfs.LargePageTempFiles; len(l) != 1 || (l[0].Unsupported == "" && !strings.Contains(l[0].MountOptions, "huge=within_size")) {
+		t.Errorf("tmpfs: large-page temporary files = %+v", l)
+	}
+	if disk.LargePageTempFiles != nil {
+		t.Errorf("disk: large-page temporary files = %+v, want none", disk.LargePageTempFiles)
+	}
+	if thp := p.Status.TransparentHugePages; thp == nil || thp.TmpfsDefault == "" {
+		t.Errorf("transparentHugePages = %+v", thp)
 	}
 }
 
@@ -141,9 +163,11 @@ func TestCreatesProfileForTmpfsAndDisk(t *testing.T) {
 	if k := p.Status.Targets[0].Kind; k != v1alpha1.TargetTmpfs || p.Status.Targets[0].Provenance.FilesystemType != "tmpfs" {
 		t.Errorf("tmpfs target: kind %s, provenance %+v", k, p.Status.Targets[0].Provenance)
 	}
-	if c := p.Status.Comparison; c == nil || c.TmpfsTarget != "tmpfs" || c.DiskTarget != "disk" || c.BufferedWriteRatio == "" || c.SmallFileCreateRatio == "" {
+	if c := p.Status.Comparison; c == nil || c.TmpfsTarget != "tmpfs" || c.DiskTarget != "disk" || c.BufferedWriteRatio == "" || c.SmallFileCreateRatio == "" ||
+		c.TempFileRatio == "" || (c.LargePageTempFileRatio == "") != (p.Status.Targets[0].LargePageTempFiles[0].Unsupported != "") {
 		t.Errorf("comparison = %+v, want tmpfs/disk ratios", c)
 	}
+	assertTempFiles(t, p)
 	if s := p.Status.Speedup; s == nil || s.SmallFiles == "" || s.SequentialWrite != "" || s.Fdatasync != "" {
 		t.Errorf("deprecated speedup = %+v, want smallFiles and neither sequentialWrite nor fdatasync", s)
 	}

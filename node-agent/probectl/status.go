@@ -181,7 +181,7 @@ func targetErr(t *probe.TargetResult) error {
 // measured reports whether a target has at least one figure.
 func measured(t *probe.TargetResult) bool {
 	return t.SequentialWrite != nil || t.ColdRead != nil || t.DirectWrite != nil || len(t.FileChurn) > 0 ||
-		t.Fdatasync != nil || t.DeviceRead != nil
+		len(t.TempFiles) > 0 || len(t.LargePageTempFiles) > 0 || t.Fdatasync != nil || t.DeviceRead != nil
 }
 
 func (v *verdict) measuredAny() bool { return len(v.complete)+len(v.partial) > 0 }
@@ -280,6 +280,7 @@ func statusAfterRun(prev v1alpha1.NodeIOProfileStatus, o runOutcome, now time.Ti
 		res := o.Result
 		st.Kernel = res.Kernel
 		st.FreePageReporting = res.FreePageReporting
+		st.TransparentHugePages = convertPtr(res.TransparentHugePages, transparentHugePages)
 		finish := metav1.NewTime(res.FinishTime).Rfc3339Copy()
 		st.LastRunTime = &finish
 		st.LastRunDurationMilliseconds = res.DurationMilliseconds
@@ -366,7 +367,24 @@ func convertTarget(t *probe.TargetResult) v1alpha1.ProbeTargetResult {
 	for _, c := range t.FileChurn {
 		out.FileChurn = append(out.FileChurn, v1alpha1.FileChurnResult(c))
 	}
+	out.TempFiles = tempFiles(t.TempFiles)
+	out.LargePageTempFiles = tempFiles(t.LargePageTempFiles)
 	return out
+}
+
+func tempFiles(in []probe.TempFileResult) []v1alpha1.TempFileResult {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]v1alpha1.TempFileResult, 0, len(in))
+	for _, r := range in {
+		out = append(out, v1alpha1.TempFileResult(r))
+	}
+	return out
+}
+
+func transparentHugePages(p probe.TransparentHugePages) v1alpha1.TransparentHugePages {
+	return v1alpha1.TransparentHugePages(p)
 }
 
 func sequentialWrite(w probe.SequentialWriteResult) v1alpha1.SequentialWriteResult {

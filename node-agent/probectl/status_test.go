@@ -33,6 +33,10 @@ func tmpfsResult() probe.TargetResult {
 		FileChurn:       []probe.FileChurnResult{{FileSizeBytes: 5000, Files: 100, CreateFilesPerSecond: 200000, ReadUnlinkFilesPerSecond: 300000, ElapsedMicroseconds: 900}},
 		Fdatasync: &probe.FdatasyncResult{WriteSizeBytes: 2300, Samples: 50, P50Microseconds: 1, P99Microseconds: 2,
 			Buckets: []probe.HistogramBucket{{UpperBoundMicroseconds: 1000, Count: 50}, {UpperBoundMicroseconds: 2000, Count: 50}}},
+		TempFiles: []probe.TempFileResult{{FileSizeBytes: 4 << 20, BlockSizeBytes: 64 << 10, Files: 10, BytesPerSecond: 1048576000,
+			ElapsedMicroseconds: 40_000, MountOptions: "rw,size=65536k"}},
+		LargePageTempFiles: []probe.TempFileResult{{FileSizeBytes: 4 << 20, BlockSizeBytes: 64 << 10, Files: 10, BytesPerSecond: 4194304000,
+			ElapsedMicroseconds: 10_000, MountOptions: "size=65536k,huge=within_size"}},
 	}
 }
 
@@ -47,6 +51,8 @@ func diskResult() probe.TargetResult {
 		FileChurn:       []probe.FileChurnResult{{FileSizeBytes: 5000, Files: 100, CreateFilesPerSecond: 20000, ReadUnlinkFilesPerSecond: 30000, ElapsedMicroseconds: 9000}},
 		Fdatasync: &probe.FdatasyncResult{WriteSizeBytes: 2300, Samples: 50, P50Microseconds: 900, P99Microseconds: 3000,
 			Buckets: []probe.HistogramBucket{{UpperBoundMicroseconds: 1000, Count: 30}, {UpperBoundMicroseconds: 2000, Count: 45}}},
+		TempFiles: []probe.TempFileResult{{FileSizeBytes: 4 << 20, BlockSizeBytes: 64 << 10, Files: 10, BytesPerSecond: 2097152000,
+			ElapsedMicroseconds: 20_000, MountOptions: "rw,relatime"}},
 		DeviceRead: &probe.ThroughputResult{Bytes: 1 << 30, BlockSizeBytes: 2 << 20, BytesPerSecond: 4e8},
 	}
 }
@@ -58,7 +64,8 @@ func failed(t probe.TargetResult, err error) probe.TargetResult {
 }
 
 func run(targets ...probe.TargetResult) *probe.Result {
-	return &probe.Result{Kernel: "6.8.0", FreePageReporting: true, StartTime: t1.Add(-1500 * time.Millisecond), FinishTime: t1.Add(400 * time.Millisecond),
+	return &probe.Result{Kernel: "6.8.0", FreePageReporting: true, TransparentHugePages: &probe.TransparentHugePages{ShmemEnabled: "never", TmpfsDefault: "never"},
+		StartTime: t1.Add(-1500 * time.Millisecond), FinishTime: t1.Add(400 * time.Millisecond),
 		DurationMilliseconds: 1900, Targets: targets, Comparison: probe.ComputeComparison(targets)}
 }
 
@@ -72,6 +79,10 @@ func tmpfsStatus() v1alpha1.ProbeTargetResult {
 		FileChurn:       []v1alpha1.FileChurnResult{{FileSizeBytes: 5000, Files: 100, CreateFilesPerSecond: 200000, ReadUnlinkFilesPerSecond: 300000, ElapsedMicroseconds: 900}},
 		Fdatasync: &v1alpha1.FdatasyncResult{WriteSizeBytes: 2300, Samples: 50, P50Microseconds: 1, P99Microseconds: 2,
 			Buckets: []v1alpha1.HistogramBucket{{UpperBoundMicroseconds: 1000, Count: 50}, {UpperBoundMicroseconds: 2000, Count: 50}}},
+		TempFiles: []v1alpha1.TempFileResult{{FileSizeBytes: 4 << 20, BlockSizeBytes: 64 << 10, Files: 10, BytesPerSecond: 1048576000,
+			ElapsedMicroseconds: 40_000, MountOptions: "rw,size=65536k"}},
+		LargePageTempFiles: []v1alpha1.TempFileResult{{FileSizeBytes: 4 << 20, BlockSizeBytes: 64 << 10, Files: 10, BytesPerSecond: 4194304000,
+			ElapsedMicroseconds: 10_000, MountOptions: "size=65536k,huge=within_size"}},
 	}
 }
 
@@ -86,6 +97,8 @@ func diskStatus() v1alpha1.ProbeTargetResult {
 		FileChurn:       []v1alpha1.FileChurnResult{{FileSizeBytes: 5000, Files: 100, CreateFilesPerSecond: 20000, ReadUnlinkFilesPerSecond: 30000, ElapsedMicroseconds: 9000}},
 		Fdatasync: &v1alpha1.FdatasyncResult{WriteSizeBytes: 2300, Samples: 50, P50Microseconds: 900, P99Microseconds: 3000,
 			Buckets: []v1alpha1.HistogramBucket{{UpperBoundMicroseconds: 1000, Count: 30}, {UpperBoundMicroseconds: 2000, Count: 45}}},
+		TempFiles: []v1alpha1.TempFileResult{{FileSizeBytes: 4 << 20, BlockSizeBytes: 64 << 10, Files: 10, BytesPerSecond: 2097152000,
+			ElapsedMicroseconds: 20_000, MountOptions: "rw,relatime"}},
 		DeviceRead: &v1alpha1.ThroughputResult{Bytes: 1 << 30, BlockSizeBytes: 2 << 20, BytesPerSecond: 4e8},
 	}
 }
@@ -127,26 +140,31 @@ func keptFromPrevious() v1alpha1.NodeIOProfileStatus {
 func TestStatusAfterRun(t *testing.T) {
 	full := run(tmpfsResult(), diskResult())
 	filled := diskResult()
-	filled.ColdRead, filled.DirectWrite, filled.FileChurn, filled.Fdatasync, filled.DeviceRead = nil, nil, nil, nil, nil
+	filled.ColdRead, filled.DirectWrite, filled.FileChurn, filled.TempFiles, filled.Fdatasync, filled.DeviceRead = nil, nil, nil, nil, nil, nil
 	filled.SequentialWrite = &probe.SequentialWriteResult{Bytes: 8 << 20, BlockSizeBytes: 4 << 20, BufferedBytesPerSecond: 1e9, FdatasyncBytesPerSecond: 3e8}
 	const direct = "/probe/disk/.dbtune-probe-1/direct"
 	filled = failed(filled, fmt.Errorf("O_DIRECT write: %w", &probe.Error{Kind: probe.ErrTargetFull, Path: direct,
 		Err: fmt.Errorf("the filesystem filled up: %s got 0 of 4194304 bytes: %w", direct, syscall.ENOSPC)}))
 	filledStatus := diskStatus()
-	filledStatus.ColdRead, filledStatus.DirectWrite, filledStatus.FileChurn, filledStatus.Fdatasync, filledStatus.DeviceRead = nil, nil, nil, nil, nil
+	filledStatus.ColdRead, filledStatus.DirectWrite, filledStatus.FileChurn, filledStatus.TempFiles, filledStatus.Fdatasync, filledStatus.DeviceRead =
+		nil, nil, nil, nil, nil, nil
 	filledStatus.Error = filled.Error
 
 	canceledTmpfs := tmpfsResult()
 	canceledTmpfs.ColdRead, canceledTmpfs.DirectWrite, canceledTmpfs.FileChurn, canceledTmpfs.Fdatasync = nil, nil, nil, nil
+	canceledTmpfs.TempFiles, canceledTmpfs.LargePageTempFiles = nil, nil
 	canceledTmpfs = failed(canceledTmpfs, fmt.Errorf("cold read: %w", context.Canceled))
 	canceledTmpfsStatus := tmpfsStatus()
 	canceledTmpfsStatus.ColdRead, canceledTmpfsStatus.DirectWrite, canceledTmpfsStatus.FileChurn, canceledTmpfsStatus.Fdatasync = nil, nil, nil, nil
+	canceledTmpfsStatus.TempFiles, canceledTmpfsStatus.LargePageTempFiles = nil, nil
 	canceledTmpfsStatus.Error = canceledTmpfs.Error
 	notProbed := failed(probe.TargetResult{Name: "disk", Path: "/probe/disk", Kind: probe.KindDisk},
 		&probe.Error{Kind: probe.ErrNotProbed, Path: "/probe/disk", Err: fmt.Errorf("not probed: %w", context.Canceled)})
 
 	fresh := func(targets ...v1alpha1.ProbeTargetResult) v1alpha1.NodeIOProfileStatus {
-		return v1alpha1.NodeIOProfileStatus{Kernel: "6.8.0", FreePageReporting: true, LastRunTime: ptr.To(metav1.NewTime(t1)), LastRunDurationMilliseconds: 1900, Targets: targets}
+		return v1alpha1.NodeIOProfileStatus{Kernel: "6.8.0", FreePageReporting: true,
+			TransparentHugePages: &v1alpha1.TransparentHugePages{ShmemEnabled: "never", TmpfsDefault: "never"},
+			LastRunTime:          ptr.To(metav1.NewTime(t1)), LastRunDurationMilliseconds: 1900, Targets: targets}
 	}
 	kept := keptFromPrevious()
 	kept.Conditions = nil
@@ -164,8 +182,11 @@ func TestStatusAfterRun(t *testing.T) {
 		want: func() v1alpha1.NodeIOProfileStatus {
 			s := fresh(tmpfsStatus(), diskStatus())
 			// The write compares the buffered rates (3e9 / 1e9), not the synced ones (2.9e9 / 3e8).
+			// The temporary files took 40 ms on the tmpfs as mounted, 10 ms with large pages and
+			// 20 ms on the disk.
 			s.Comparison = &v1alpha1.TmpfsDiskComparison{TmpfsTarget: "tmpfs", DiskTarget: "disk", BufferedWriteRatio: "3.00",
-				ColdReadRatio: "12.00", SmallFileCreateRatio: "10.00", SmallFileSizeBytes: 5000}
+				ColdReadRatio: "12.00", SmallFileCreateRatio: "10.00", SmallFileSizeBytes: 5000,
+				TempFileRatio: "0.50", LargePageTempFileRatio: "2.00"}
 			s.Speedup = &v1alpha1.Speedup{TmpfsTarget: "tmpfs", DiskTarget: "disk", ColdRead: "12.00", SmallFiles: "10.00"}
 			return s
 		}(),

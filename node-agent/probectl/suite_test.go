@@ -47,6 +47,7 @@ func tinyOptions() probe.Options {
 	o.ColdReadBlockBytes = 1 * probe.MiB
 	o.DirectWriteBytes, o.DirectWriteBlockBytes = 1*probe.MiB, 256*probe.KiB
 	o.Churn = []probe.ChurnSize{{FileBytes: 5000, Files: 50}, {FileBytes: 100_000, Files: 5}}
+	o.TempFiles = []probe.TempFileSize{{FileBytes: 1 * probe.MiB, Files: 4}}
 	o.FsyncSamples = 20
 	o.DeviceReadMaxBytes, o.DeviceReadDuration = 4*probe.MiB, 200*time.Millisecond
 	o.MaxDuration = 20 * time.Second

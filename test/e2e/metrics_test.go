@@ -35,7 +35,8 @@ var (
 	agentFamilies = []string{
 		"dbtune_scratch_volume_used_bytes", "dbtune_scratch_volume_size_bytes", "dbtune_scratch_volume_peak_bytes",
 		"dbtune_scratch_volume_full_total", "dbtune_node_probe_write_bytes_per_second", "dbtune_node_probe_read_bytes_per_second",
-		"dbtune_node_probe_file_churn_files_per_second", "dbtune_node_probe_fdatasync_duration_seconds",
+		"dbtune_node_probe_file_churn_files_per_second", "dbtune_node_probe_temp_file_bytes_per_second",
+		"dbtune_node_probe_fdatasync_duration_seconds",
 		"dbtune_node_probe_fdatasync_last_run_seconds", "dbtune_node_probe_tmpfs_to_disk_ratio",
 		"dbtune_node_probe_tmpfs_speedup_ratio", "dbtune_node_probe_target_info", "dbtune_node_probe_last_run_timestamp_seconds",
 		"dbtune_node_probe_last_success_timestamp_seconds", "dbtune_node_probe_last_run_duration_seconds",

@@ -79,7 +79,7 @@ func (s *suite) startAgent(ctx context.Context) error {
 		"--kubelet-root=" + s.kubeletRoot,
 		"--seq-write-bytes=8Mi", "--seq-write-block-bytes=1Mi",
 		"--direct-write-bytes=4Mi", "--direct-write-block-bytes=1Mi",
-		"--churn=5000:200", "--churn=1M:4", "--fsync-samples=100", "--probe-timeout=30s",
+		"--churn=5000:200", "--churn=1M:4", "--temp-files=1Mi:4", "--fsync-samples=100", "--probe-timeout=30s",
 	}
 	p, err := s.start(ctx, "node-agent", s.binary("node-agent"), args, nil)
 	if err != nil {

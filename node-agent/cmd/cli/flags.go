@@ -1,7 +1,7 @@
 // Package cli holds what the node agent's commands (probe, run, readahead) share: flags for byte
-// sizes written as Kubernetes quantities, small-file workloads and [name=]value pairs, the
-// --target and --device flags with the one rule that gives each device to its target, and the
-// exit codes.
+// sizes written as Kubernetes quantities, small-file and temporary-file workloads and [name=]value
+// pairs, the --target and --device flags with the one rule that gives each device to its target,
+// and the exit codes.
 package cli
 
 import (
@@ -66,26 +66,40 @@ func ParseBytes(s string) (int64, error) {
 
 // Churn registers --churn size:files, repeatable; the first value replaces the default workloads.
 func Churn(fs *flag.FlagSet, o *probe.Options, help string) {
-	fs.Var(&churnValue{opts: o}, "churn", help)
+	fs.Var(&sizeFilesValue[probe.ChurnSize]{list: &o.Churn, make: func(n int64, files int) probe.ChurnSize {
+		return probe.ChurnSize{FileBytes: n, Files: files}
+	}, show: func(c probe.ChurnSize) (int64, int) { return c.FileBytes, c.Files }}, "churn", help)
 }
 
-type churnValue struct {
-	opts *probe.Options
+// TempFiles registers --temp-files size:files, repeatable; the first value replaces the default
+// workloads.
+func TempFiles(fs *flag.FlagSet, o *probe.Options, help string) {
+	fs.Var(&sizeFilesValue[probe.TempFileSize]{list: &o.TempFiles, make: func(n int64, files int) probe.TempFileSize {
+		return probe.TempFileSize{FileBytes: n, Files: files}
+	}, show: func(s probe.TempFileSize) (int64, int) { return s.FileBytes, s.Files }}, "temp-files", help)
+}
+
+// sizeFilesValue is a repeatable size:files flag over a list of workloads of type T.
+type sizeFilesValue[T any] struct {
+	list *[]T
+	make func(bytes int64, files int) T
+	show func(T) (bytes int64, files int)
 	set  bool
 }
 
-func (c *churnValue) String() string {
-	if c.opts == nil {
+func (v *sizeFilesValue[T]) String() string {
+	if v.list == nil {
 		return ""
 	}
-	parts := make([]string, 0, len(c.opts.Churn))
-	for _, s := range c.opts.Churn {
-		parts = append(parts, fmt.Sprintf("%d:%d", s.FileBytes, s.Files))
+	parts := make([]string, 0, len(*v.list))
+	for _, w := range *v.list {
+		n, files := v.show(w)
+		parts = append(parts, fmt.Sprintf("%d:%d", n, files))
 	}
 	return strings.Join(parts, ",")
 }
 
-func (c *churnValue) Set(s string) error {
+func (v *sizeFilesValue[T]) Set(s string) error {
 	size, files, ok := strings.Cut(s, ":")
 	if !ok {
 		return fmt.Errorf("%q is not size:files", s)
@@ -98,9 +112,9 @@ func (c *churnValue) Set(s string) error {
 	if err != nil || count <= 0 {
 		return fmt.Errorf("%q: the file count must be a positive integer", s)
 	}
-	if !c.set {
-		c.opts.Churn, c.set = nil, true
+	if !v.set {
+		*v.list, v.set = nil, true
 	}
-	c.opts.Churn = append(c.opts.Churn, probe.ChurnSize{FileBytes: n, Files: count})
+	*v.list = append(*v.list, v.make(n, count))
 	return nil
 }

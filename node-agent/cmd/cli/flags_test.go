@@ -39,6 +39,30 @@ func TestParseBytes(t *testing.T) {
 	}
 }
 
+func TestTempFilesReplaceTheDefaultsThenAppend(t *testing.T) {
+	o := probe.DefaultOptions()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	cli.TempFiles(fs, &o, "workloads")
+	if got := fs.Lookup("temp-files").DefValue; got != "4194304:32,20971520:8" {
+		t.Errorf("default --temp-files = %q", got)
+	}
+	if err := fs.Parse([]string{"--temp-files", "1Mi:4", "--temp-files", "64Mi:2"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []probe.TempFileSize{{FileBytes: 1 << 20, Files: 4}, {FileBytes: 64 << 20, Files: 2}}
+	if len(o.TempFiles) != 2 || o.TempFiles[0] != want[0] || o.TempFiles[1] != want[1] {
+		t.Errorf("temp files = %+v, want %+v", o.TempFiles, want)
+	}
+	if len(o.Churn) != len(probe.DefaultOptions().Churn) {
+		t.Errorf("--temp-files changed the churn workloads: %+v", o.Churn)
+	}
+	for _, bad := range []string{"4Mi", "4Mi:0", "x:1", "-4Mi:1"} {
+		if err := fs.Parse([]string{"--temp-files", bad}); err == nil {
+			t.Errorf("--temp-files %s: want an error", bad)
+		}
+	}
+}
+
 func TestChurnReplacesTheDefaultsThenAppends(t *testing.T) {
 	o := probe.DefaultOptions()
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)

@@ -56,6 +56,9 @@ func newFlagSet(cfg *config, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.DirectWriteMaxDuration, "direct-write-max-duration", o.DirectWriteMaxDuration, "time cap of the O_DIRECT write")
 	cli.Churn(fs, o, "small-file workload as `size:files` (for example 5000:2000 or 5M:20); repeat for several; replaces the defaults")
 	fs.DurationVar(&o.ChurnMaxDuration, "churn-max-duration", o.ChurnMaxDuration, "time cap of each pass of each churn workload")
+	cli.TempFiles(fs, o, "temporary-file workload as `size:files` (for example 4Mi:32 or 20Mi:8); repeat for several; replaces the defaults")
+	cli.Bytes(fs, &o.TempFileBlockBytes, "temp-file-block-bytes", "size of each write and pread of the temporary-file workloads")
+	fs.DurationVar(&o.TempFileMaxDuration, "temp-file-max-duration", o.TempFileMaxDuration, "time cap of each temporary-file workload on each filesystem")
 	cli.Bytes(fs, &o.FsyncWriteBytes, "fsync-write-bytes", "size of each write of the fdatasync check")
 	fs.IntVar(&o.FsyncSamples, "fsync-samples", o.FsyncSamples, "number of write+fdatasync pairs")
 	fs.DurationVar(&o.FsyncMaxDuration, "fsync-max-duration", o.FsyncMaxDuration, "time cap of the fdatasync check")
@@ -72,7 +75,10 @@ func usage(fs *flag.FlagSet, w io.Writer) {
 
 Measures each directory's storage the way dd, hdparm and etcd's disk check do: sequential write
 (buffered and with fdatasync), O_DIRECT write, cold read, small-file churn, fdatasync latency and,
-with --device, a raw buffered device read. Sizes accept Kubernetes quantities (128Mi, 5M, 5000).
+with --device, a raw buffered device read; and as a database server's temporary files use it:
+unlinked files written and read back in 64 KiB calls, on a tmpfs target also on a tmpfs of the
+probe's own with large pages (huge=within_size, which needs CAP_SYS_ADMIN). Sizes accept
+Kubernetes quantities (128Mi, 5M, 5000).
 
 Options:
 `)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/dbtune/scratch-operator/node-agent/probe"
+	"github.com/dbtune/scratch-operator/node-agent/tmpfspages"
 )
 
 // metrics lists the table's rows: provenance first, then the workloads in the order they run. Block
@@ -12,7 +13,7 @@ import (
 // stay in the cells.
 func metrics(targets []probe.TargetResult) []metric {
 	sizes := churnSizes(targets)
-	ms := make([]metric, 0, 16+2*len(sizes))
+	ms := make([]metric, 0, 20+2*len(sizes))
 	ms = append(ms, []metric{
 		{label: "path", value: text(func(t *probe.TargetResult) string { return t.Path })},
 		{label: "filesystem", value: text(func(t *probe.TargetResult) string { return t.Provenance.FilesystemType })},
@@ -27,6 +28,7 @@ func metrics(targets []probe.TargetResult) []metric {
 			metric{label: formatSize(size) + " files: create", value: churnRate(size, false)},
 			metric{label: formatSize(size) + " files: read+unlink", value: churnRate(size, true)})
 	}
+	ms = append(ms, tempFileMetrics(targets)...)
 	ms = append(ms,
 		metric{label: "fdatasync" + fsyncLabel(targets) + ": p50", value: fsyncLatency(false), syncs: true},
 		metric{label: "fdatasync" + fsyncLabel(targets) + ": p99", value: fsyncLatency(true), syncs: true},
@@ -142,6 +144,89 @@ func churnRate(size int64, readUnlink bool) func(t *probe.TargetResult) (string,
 		}
 		return "", 0
 	}
+}
+
+// tempFiles picks one of a target's two temporary-file variants.
+type tempFiles func(t *probe.TargetResult) []probe.TempFileResult
+
+func asMounted(t *probe.TargetResult) []probe.TempFileResult  { return t.TempFiles }
+func largePages(t *probe.TargetResult) []probe.TempFileResult { return t.LargePageTempFiles }
+
+// tempFileMetrics are the temporary-file rows: per size, the target as it is mounted, then the
+// probe's own tmpfs with large pages (tmpfs targets only), whose ratio divides it by the disk's as
+// mounted; then, for several sizes, both over every size, the NodeIOProfile's two ratios.
+func tempFileMetrics(targets []probe.TargetResult) []metric {
+	sizes := tempFileSizes(targets)
+	ms := make([]metric, 0, 2*len(sizes)+2)
+	for _, size := range sizes {
+		label := "temp files " + formatSize(size)
+		ms = append(ms,
+			metric{label: label + tempFileBlockLabel(targets), value: tempFileRate(asMounted, size), ratio: tempFileRatio(asMounted, size)},
+			metric{label: label + ", huge=" + tmpfspages.WithinSize, value: tempFileRate(largePages, size), ratio: tempFileRatio(largePages, size)})
+	}
+	if len(sizes) > 1 {
+		ms = append(ms,
+			metric{label: "temp files, all sizes", value: tempFileTotal(asMounted), ratio: tempFileRatio(asMounted, 0)},
+			metric{label: "temp files, all sizes, huge=" + tmpfspages.WithinSize, value: tempFileTotal(largePages), ratio: tempFileRatio(largePages, 0)})
+	}
+	return ms
+}
+
+func tempFileBlockLabel(targets []probe.TargetResult) string {
+	for i := range targets {
+		for _, r := range targets[i].TempFiles {
+			if r.BlockSizeBytes > 0 {
+				return " (bs " + formatSize(r.BlockSizeBytes) + ")"
+			}
+		}
+	}
+	return ""
+}
+
+func tempFileRate(get tempFiles, size int64) func(t *probe.TargetResult) (string, float64) {
+	return func(t *probe.TargetResult) (string, float64) {
+		for _, r := range get(t) {
+			switch {
+			case r.FileSizeBytes != size:
+				continue
+			case r.Unsupported != "":
+				return "unsupported *", 0
+			}
+			return megabytesPerSecond(r.BytesPerSecond) + " (" + strconv.Itoa(int(r.Files)) + ")", float64(r.BytesPerSecond)
+		}
+		return "", 0
+	}
+}
+
+func tempFileTotal(get tempFiles) func(t *probe.TargetResult) (string, float64) {
+	return func(t *probe.TargetResult) (string, float64) {
+		rate := probe.TempFileRate(get(t))
+		if rate == 0 {
+			return "", 0
+		}
+		return megabytesPerSecond(rate), float64(rate)
+	}
+}
+
+// tempFileRatio divides the tmpfs's variant by the disk's temporary files as mounted, for one size
+// or, with size 0, over every size both measured, as the NodeIOProfile's comparison does.
+func tempFileRatio(get tempFiles, size int64) func(tmpfs, disk *probe.TargetResult) string {
+	return func(tmpfs, disk *probe.TargetResult) string {
+		return probe.TempFileRatio(ofSize(get(tmpfs), size), ofSize(disk.TempFiles, size))
+	}
+}
+
+func ofSize(results []probe.TempFileResult, size int64) []probe.TempFileResult {
+	if size == 0 {
+		return results
+	}
+	var out []probe.TempFileResult
+	for _, r := range results {
+		if r.FileSizeBytes == size {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func fsyncLatency(p99 bool) func(t *probe.TargetResult) (string, float64) {

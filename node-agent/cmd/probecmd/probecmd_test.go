@@ -42,6 +42,8 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{"negative size", []string{"--target", tmp, "--seq-write-bytes", "-5Mi"}, 2, "not a positive whole number of bytes"},
 		{"churn without count", []string{"--target", tmp, "--churn", "5000"}, 2, "is not size:files"},
 		{"churn with zero files", []string{"--target", tmp, "--churn", "5000:0"}, 2, "file count must be a positive integer"},
+		{"temp files without count", []string{"--target", tmp, "--temp-files", "4Mi"}, 2, "is not size:files"},
+		{"a temp-file size twice", []string{"--target", tmp, "--temp-files", "4Mi:2", "--temp-files", "4Mi:3"}, 1, "repeats the file size"},
 		{"bad duration", []string{"--target", tmp, "--timeout", "soon"}, 2, "invalid value"},
 		{"missing target", []string{"--target", filepath.Join(tmp, "nope")}, 1, "nope does not exist"},
 		{"target is a file", []string{"--target", file}, 1, file + " is not a directory"},
@@ -101,6 +103,9 @@ func TestRunJSONOnTmpfs(t *testing.T) {
 	if tr.SequentialWrite == nil || tr.SequentialWrite.Bytes != 8*probe.MiB || len(tr.FileChurn) != 2 || tr.Fdatasync == nil || tr.Fdatasync.Samples != 50 {
 		t.Errorf("the size flags did not reach the probe: %s", stdout)
 	}
+	if len(tr.TempFiles) != 2 || tr.TempFiles[1].FileSizeBytes != 4*probe.MiB || tr.TempFiles[1].Files != 2 || len(tr.LargePageTempFiles) != 2 {
+		t.Errorf("the temporary-file flags did not reach the probe: %+v, %+v", tr.TempFiles, tr.LargePageTempFiles)
+	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("the probe left %v in %s", entries, dir)
 	}
@@ -117,7 +122,8 @@ func TestRunTableOnTmpfsAndDisk(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"tmpfs/disk", "MB/s", "files/s", "µs", "5000 B files: create", "not cold"} {
+	for _, want := range []string{"tmpfs/disk", "MB/s", "files/s", "µs", "5000 B files: create", "not cold",
+		"temp files 4 MiB (bs 64 KiB)", "temp files, all sizes, huge=within_size", "Large pages on tmpfs"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}

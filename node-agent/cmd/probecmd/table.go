@@ -18,6 +18,9 @@ type metric struct {
 	label string
 	value func(t *probe.TargetResult) (cell string, figure float64)
 	syncs bool
+	// ratio, when set, gives the tmpfs/disk cell instead of the row's two figures divided: for a
+	// row whose tmpfs figure is compared with another of the disk's.
+	ratio func(tmpfs, disk *probe.TargetResult) string
 }
 
 // renderTable formats a result for a terminal: one column per target, a tmpfs/disk column when
@@ -25,6 +28,9 @@ type metric struct {
 func renderTable(res *probe.Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Kernel %s, run took %.1f s\n", res.Kernel, float64(res.DurationMilliseconds)/1000)
+	if thp := res.TransparentHugePages; thp != nil {
+		b.WriteString(largePagesLine(thp) + "\n")
+	}
 	if res.FreePageReporting {
 		b.WriteString("Virtual machine with free page reporting: buffered figures vary from run to run, compare several runs\n")
 	}
@@ -80,7 +86,10 @@ func metricRow(m metric, targets []probe.TargetResult, tmpfs, disk int) (row []s
 		row = append(row, orDash(cell))
 		figures[i] = figure
 	}
-	if tmpfs >= 0 {
+	switch {
+	case tmpfs >= 0 && m.ratio != nil:
+		row = append(row, orDash(m.ratio(&targets[tmpfs], &targets[disk])))
+	case tmpfs >= 0:
 		row = append(row, ratioCell(figures[tmpfs], figures[disk], m.syncs))
 	}
 	return row, ok
@@ -127,11 +136,19 @@ func alignColumns(rows [][]string) string {
 	return b.String()
 }
 
+// largePagesLine says what the kernel lets a tmpfs have.
+func largePagesLine(thp *probe.TransparentHugePages) string {
+	if thp.ShmemEnabled == "" {
+		return "Large pages on tmpfs: none, the kernel has no transparent huge pages"
+	}
+	return "Large pages on tmpfs: shmem_enabled " + thp.ShmemEnabled + ", a tmpfs without huge= gets huge=" + thp.TmpfsDefault
+}
+
 func footnotes(res *probe.Result) string {
 	var b strings.Builder
 	b.WriteString("\nIn brackets: the bytes moved, files handled or fdatasync samples taken; * see below.\n")
 	if res.Comparison != nil {
-		b.WriteString("tmpfs/disk: the tmpfs figure divided by the disk's.\n")
+		b.WriteString("tmpfs/disk: the tmpfs figure divided by the disk's; on a row with huge=within_size, by the disk's temp files of the row above.\n")
 		b.WriteString(noOpRatio + ": fdatasync is a no-op on tmpfs, so a row with fdatasync has nothing to compare; read the disk's figure.\n")
 	}
 	for i := range res.Targets {
@@ -151,8 +168,23 @@ func notes(t *probe.TargetResult) []string {
 	if t.DirectWrite != nil && t.DirectWrite.Unsupported != "" {
 		out = append(out, "O_DIRECT write unsupported: "+t.DirectWrite.Unsupported)
 	}
+	out = appendUnsupported(out, "temp files unsupported: ", t.TempFiles)
+	out = appendUnsupported(out, "temp files with huge=within_size unsupported: ", t.LargePageTempFiles)
 	if t.Error != "" {
 		out = append(out, "ERROR: "+t.Error)
+	}
+	return out
+}
+
+// appendUnsupported adds each distinct reason the results give, once: the sizes of one variant
+// share it.
+func appendUnsupported(out []string, prefix string, results []probe.TempFileResult) []string {
+	var seen []string
+	for _, r := range results {
+		if r.Unsupported != "" && !slices.Contains(seen, r.Unsupported) {
+			seen = append(seen, r.Unsupported)
+			out = append(out, prefix+r.Unsupported)
+		}
 	}
 	return out
 }
@@ -166,6 +198,21 @@ func orDash(s string) string {
 
 // formatSize shows a size in the table as quantity.Spaced writes it.
 func formatSize(n int64) string { return quantity.Spaced(n) }
+
+func tempFileSizes(targets []probe.TargetResult) []int64 {
+	var sizes []int64
+	for i := range targets {
+		for _, rs := range [][]probe.TempFileResult{targets[i].TempFiles, targets[i].LargePageTempFiles} {
+			for _, r := range rs {
+				if !slices.Contains(sizes, r.FileSizeBytes) {
+					sizes = append(sizes, r.FileSizeBytes)
+				}
+			}
+		}
+	}
+	slices.Sort(sizes)
+	return sizes
+}
 
 func churnSizes(targets []probe.TargetResult) []int64 {
 	var sizes []int64

@@ -25,6 +25,14 @@ func fixtureResult() *probe.Result {
 			{FileSizeBytes: 5_000_000, Files: 20, CreateFilesPerSecond: 419, ReadUnlinkFilesPerSecond: 559},
 		},
 		Fdatasync: &probe.FdatasyncResult{WriteSizeBytes: 2300, Samples: 2000, P50Microseconds: 1, P99Microseconds: 2},
+		TempFiles: []probe.TempFileResult{
+			tempFile(4<<20, 32, 130_000, "rw,relatime,size=24731708k"),
+			tempFile(20<<20, 8, 170_000, "rw,relatime,size=24731708k"),
+		},
+		LargePageTempFiles: []probe.TempFileResult{
+			tempFile(4<<20, 32, 28_000, "size=24731708k,huge=within_size"),
+			tempFile(20<<20, 8, 36_000, "size=24731708k,huge=within_size"),
+		},
 	}
 	disk := probe.TargetResult{
 		Name: "disk", Path: "/var/lib/mysql", Kind: probe.KindDisk,
@@ -35,18 +43,30 @@ func fixtureResult() *probe.Result {
 		FileChurn: []probe.FileChurnResult{
 			{FileSizeBytes: 5000, Files: 2000, CreateFilesPerSecond: 6846, ReadUnlinkFilesPerSecond: 92183},
 		},
-		Fdatasync:  &probe.FdatasyncResult{WriteSizeBytes: 2300, Samples: 1885, P50Microseconds: 180, P99Microseconds: 7990},
+		Fdatasync: &probe.FdatasyncResult{WriteSizeBytes: 2300, Samples: 1885, P50Microseconds: 180, P99Microseconds: 7990},
+		TempFiles: []probe.TempFileResult{
+			tempFile(4<<20, 32, 70_000, "rw,relatime"),
+			tempFile(20<<20, 8, 90_000, "rw,relatime"),
+		},
 		DeviceRead: &probe.ThroughputResult{Bytes: 3 << 30, BlockSizeBytes: 2 << 20, BytesPerSecond: 1_073_741_824, Note: "buffered read of /dev/vda"},
 		Error:      "device read: the run reached its 1m0s time limit: context deadline exceeded",
 	}
 	targets := []probe.TargetResult{tmpfs, disk}
-	return &probe.Result{Kernel: "6.18.44-fc-v657", DurationMilliseconds: 12345, Targets: targets, Comparison: probe.ComputeComparison(targets)}
+	return &probe.Result{Kernel: "6.18.44-fc-v657", DurationMilliseconds: 12345, Targets: targets, Comparison: probe.ComputeComparison(targets),
+		TransparentHugePages: &probe.TransparentHugePages{ShmemEnabled: "never", TmpfsDefault: "never"}}
+}
+
+// tempFile is files temporary files of size bytes in 64 KiB calls that took micros microseconds.
+func tempFile(size int64, files int32, micros int64, mountOptions string) probe.TempFileResult {
+	return probe.TempFileResult{FileSizeBytes: size, BlockSizeBytes: 64 << 10, Files: files, ElapsedMicroseconds: micros,
+		BytesPerSecond: size * int64(files) * 1e6 / micros, MountOptions: mountOptions}
 }
 
 func TestRenderTableGolden(t *testing.T) {
 	for name, res := range map[string]*probe.Result{
 		"table-tmpfs-disk.golden": fixtureResult(),
-		"table-single.golden":     {Kernel: "6.1.0", DurationMilliseconds: 900, Targets: fixtureResult().Targets[:1]},
+		"table-single.golden": {Kernel: "6.1.0", DurationMilliseconds: 900, Targets: singleTarget(),
+			TransparentHugePages: &probe.TransparentHugePages{TmpfsDefault: "never"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := renderTable(res)
@@ -64,6 +84,36 @@ func TestRenderTableGolden(t *testing.T) {
 				t.Errorf("table differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
 			}
 		})
+	}
+}
+
+// singleTarget is the tmpfs of the fixture on a kernel without transparent huge pages, with one
+// temporary-file size.
+func singleTarget() []probe.TargetResult {
+	tmpfs := fixtureResult().Targets[0]
+	tmpfs.TempFiles = tmpfs.TempFiles[:1]
+	tmpfs.LargePageTempFiles = []probe.TempFileResult{{FileSizeBytes: 4 << 20, BlockSizeBytes: 64 << 10,
+		Unsupported: "the node's kernel has no transparent huge pages (no /sys/kernel/mm/transparent_hugepage/shmem_enabled)"}}
+	return []probe.TargetResult{tmpfs}
+}
+
+// The temporary-file rows compare the disk with both tmpfs variants, per size and over every size,
+// with the ratios the NodeIOProfile's comparison holds.
+func TestRenderTableComparesTempFiles(t *testing.T) {
+	res := fixtureResult()
+	table := renderTable(res)
+	c := res.Comparison
+	if c.TempFileRatio == "" || c.LargePageTempFileRatio == "" {
+		t.Fatalf("the fixture has no temporary-file ratios: %+v", c)
+	}
+	for _, want := range []string{
+		"temp files, all sizes ", " " + c.TempFileRatio + "\n",
+		"temp files, all sizes, huge=within_size ", " " + c.LargePageTempFileRatio + "\n",
+		"Large pages on tmpfs: shmem_enabled never, a tmpfs without huge= gets huge=never",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
 	}
 }
 

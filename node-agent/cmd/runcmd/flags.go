@@ -133,6 +133,8 @@ func scratchUsageFlags(fs *flag.FlagSet, c *scratchusage.Config) {
 	fs.DurationVar(&c.Window, "scratch-peak-window", scratchusage.DefaultWindow, "span of the sliding-window peak of dbtune_scratch_volume_peak_bytes")
 	fs.DurationVar(&c.ReportInterval, "scratch-report-interval", scratchusage.DefaultReportInterval,
 		"shortest time between two writes of the volumes' figures to the node's NodeIOProfile (a volume that fills up is written at once)")
+	fs.BoolVar(&c.Pages.Enabled, "large-pages", true,
+		"give each RAM scratch volume's tmpfs the pages its ScratchVolume asks for (spec.largePages) by reconfiguring it in place; needs CAP_SYS_ADMIN. With false the volumes keep the kubelet's 4 KiB pages and are reported Disabled")
 }
 
 // probeFlags are the bounds of a run an operator may want to change on a DaemonSet; the rest keep
@@ -145,6 +147,7 @@ func probeFlags(fs *flag.FlagSet, po *probe.Options) {
 	cli.Bytes(fs, &po.DirectWriteBytes, "direct-write-bytes", "size of the O_DIRECT write (multiple of 4096)")
 	cli.Bytes(fs, &po.DirectWriteBlockBytes, "direct-write-block-bytes", "size of each O_DIRECT write (multiple of 4096)")
 	cli.Churn(fs, po, "small-file workload as `size:files` (5000:2000, 5M:20); repeat for several; replaces the defaults")
+	cli.TempFiles(fs, po, "temporary-file workload as `size:files` (4Mi:32, 20Mi:8); repeat for several; replaces the defaults")
 	fs.IntVar(&po.FsyncSamples, "fsync-samples", po.FsyncSamples, "number of write+fdatasync pairs")
 }
 
@@ -155,7 +158,8 @@ Runs the node agent of a DaemonSet: measures the targets at start, every --perio
 node's NodeIOProfile is annotated with dbtune.io/probe-requested, writes the results into that
 NodeIOProfile and serves them as Prometheus metrics. At most --max-probing-nodes nodes probe at once.
 It also samples the RAM scratch volumes that ScratchVolumes injected into the node's pods, every
---scratch-sample-interval, and serves their use and peaks as metrics.
+--scratch-sample-interval, and serves their use and peaks as metrics, and gives each of them the
+pages its ScratchVolume asks for (--large-pages).
 
 Options:
 `)

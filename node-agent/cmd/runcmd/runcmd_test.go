@@ -47,7 +47,7 @@ func TestParseArgs(t *testing.T) {
 	}{{
 		name: "node and lease namespace from the downward API, device to the disk target",
 		args: []string{"--target", "tmpfs=/probe/tmpfs", "--target", "disk=/probe/disk", "--device", "/dev/vda",
-			"--churn", "5000:10", "--probe-timeout", "30s", "--seq-write-bytes", "64Mi"},
+			"--churn", "5000:10", "--temp-files", "8Mi:5", "--probe-timeout", "30s", "--seq-write-bytes", "64Mi"},
 		env: map[string]string{envNodeName: "worker-1", envPodNamespace: "dbtune"},
 		check: func(t *testing.T, o *options) {
 			want := []probe.Target{{Name: "tmpfs", Path: "/probe/tmpfs"}, {Name: "disk", Path: "/probe/disk", Device: "/dev/vda"}}
@@ -61,6 +61,9 @@ func TestParseArgs(t *testing.T) {
 			}
 			if diff := cmp.Diff([]probe.ChurnSize{{FileBytes: 5000, Files: 10}}, c.Options.Churn); diff != "" {
 				t.Errorf("churn (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]probe.TempFileSize{{FileBytes: 8 << 20, Files: 5}}, c.Options.TempFiles); diff != "" {
+				t.Errorf("temporary files (-want +got):\n%s", diff)
 			}
 			if c.Options.MaxDuration != 30*time.Second || c.Options.SeqWriteBytes != 64*probe.MiB || c.Options.FsyncSamples != probe.DefaultOptions().FsyncSamples {
 				t.Errorf("probe options = %+v", c.Options)
@@ -200,7 +203,7 @@ func TestRunAgainstAPIServer(t *testing.T) {
 		"--read-ahead-state-dir", t.TempDir(),
 		"--metrics-bind-address", "127.0.0.1:" + metricsPort, "--health-probe-bind-address", "127.0.0.1:" + healthPort,
 		"--seq-write-bytes", "4Mi", "--seq-write-block-bytes", "1Mi", "--direct-write-bytes", "1Mi", "--direct-write-block-bytes", "256Ki",
-		"--churn", "5000:20", "--fsync-samples", "10", "--zap-log-level", "error"}
+		"--churn", "5000:20", "--temp-files", "1Mi:4", "--fsync-samples", "10", "--zap-log-level", "error"}
 	t.Setenv(envNodeName, node.Name)
 
 	runCtx, cancel := context.WithCancel(ctx)
@@ -232,7 +235,8 @@ func TestRunAgainstAPIServer(t *testing.T) {
 			t.Fatalf("GET /metrics: %d %v", code, err)
 		}
 		if !strings.Contains(body, `dbtune_node_probe_runs_total{result="success"} 1`) ||
-			!strings.Contains(body, `dbtune_node_probe_write_bytes_per_second{device=`) {
+			!strings.Contains(body, `dbtune_node_probe_write_bytes_per_second{device=`) ||
+			!strings.Contains(body, `dbtune_node_probe_temp_file_bytes_per_second{device=`) {
 			t.Fatalf("/metrics lacks the run's figures:\n%s", body)
 		}
 	}

@@ -22,6 +22,7 @@ func isolated() probe.Options {
 	o.ColdReadMaxDuration = time.Nanosecond
 	o.DirectWriteBytes, o.DirectWriteBlockBytes = 4096, 4096
 	o.Churn = []probe.ChurnSize{{FileBytes: 1, Files: 1}}
+	o.TempFiles = []probe.TempFileSize{{FileBytes: 4096, Files: 1}}
 	o.FsyncSamples = 1
 	return o
 }
