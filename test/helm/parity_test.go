@@ -28,6 +28,7 @@ func TestChartEqualsKustomize(t *testing.T) {
 		{kustomization: "default", values: ``},
 		{kustomization: "default", values: `namespace: {create: true}`},
 		{kustomization: "overlays/no-read-ahead", values: `{namespace: {create: true}, nodeAgent: {readAhead: false}}`},
+		{kustomization: "overlays/no-large-pages", values: `{namespace: {create: true}, nodeAgent: {largePages: false}}`},
 		{kustomization: "overlays/no-aggregation", values: `{namespace: {create: true}, rbac: {userRoles: {aggregate: false}}}`},
 		{kustomization: "overlays/prometheus", values: `{namespace: {create: true}, metrics: {serviceMonitor: {enabled: true}, prometheusRule: {enabled: true}}}`},
 	}

@@ -36,7 +36,7 @@ const testFieldOwner = "dbtune-install-test"
 func TestKustomizationsDryRun(t *testing.T) {
 	e := testenv.Require(t, env)
 	installPrometheusOperatorCRDs(t, e)
-	for _, dir := range []string{"default", "overlays/no-read-ahead", "overlays/prometheus", "overlays/no-aggregation"} {
+	for _, dir := range []string{"default", "overlays/no-read-ahead", "overlays/no-large-pages", "overlays/prometheus", "overlays/no-aggregation"} {
 		t.Run(dir, func(t *testing.T) {
 			objs := kustomize(t, dir)
 			if len(objs) == 0 {

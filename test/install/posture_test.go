@@ -33,7 +33,7 @@ func TestManagerPosture(t *testing.T) {
 		t.Error("the pod does not set runAsNonRoot: true")
 	}
 	checkSeccomp(t, pod)
-	checkLockedDown(t, c)
+	checkLockedDown(t, c, nil)
 	checkBounded(t, c)
 	if c.LivenessProbe == nil || c.ReadinessProbe == nil {
 		t.Error("the manager container lacks a liveness or readiness probe")
@@ -46,13 +46,18 @@ func TestManagerPosture(t *testing.T) {
 // what its features need.
 func TestNodeAgentPosture(t *testing.T) {
 	tests := []struct {
-		dir       string
-		readAhead string
+		dir        string
+		readAhead  string
+		largePages string
+		// capabilities are those added to the agent's container: SYS_ADMIN for large pages only.
+		capabilities []corev1.Capability
 		// hostPaths maps every hostPath the agent mounts to whether it may write there.
 		hostPaths map[string]bool
 	}{{
-		dir:       "default",
-		readAhead: "true",
+		dir:          "default",
+		readAhead:    "true",
+		largePages:   "true",
+		capabilities: []corev1.Capability{"SYS_ADMIN"},
 		hostPaths: map[string]bool{
 			"/var/lib/dbtune-node-agent/probe": true,
 			"/run/dbtune-node-agent":           true,
@@ -64,9 +69,25 @@ func TestNodeAgentPosture(t *testing.T) {
 			"/var/lib/kubelet/pods":            false,
 		},
 	}, {
-		dir:       "overlays/no-read-ahead",
-		readAhead: "false",
-		hostPaths: map[string]bool{"/var/lib/dbtune-node-agent/probe": true, "/var/lib/kubelet/pods": false},
+		dir:          "overlays/no-read-ahead",
+		readAhead:    "false",
+		largePages:   "true",
+		capabilities: []corev1.Capability{"SYS_ADMIN"},
+		hostPaths:    map[string]bool{"/var/lib/dbtune-node-agent/probe": true, "/var/lib/kubelet/pods": false},
+	}, {
+		dir:        "overlays/no-large-pages",
+		readAhead:  "true",
+		largePages: "false",
+		hostPaths: map[string]bool{
+			"/var/lib/dbtune-node-agent/probe": true,
+			"/run/dbtune-node-agent":           true,
+			"/sys/devices":                     true,
+			"/sys/block":                       false,
+			"/sys/class/block":                 false,
+			"/sys/dev/block":                   false,
+			"/proc/1":                          false,
+			"/var/lib/kubelet/pods":            false,
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.dir, func(t *testing.T) {
@@ -85,10 +106,13 @@ func TestNodeAgentPosture(t *testing.T) {
 				t.Fatalf("the agent pod has %d containers, want 1", len(pod.Containers))
 			}
 			c := pod.Containers[0]
-			checkLockedDown(t, c)
+			checkLockedDown(t, c, tt.capabilities)
 			checkBounded(t, c)
 			if got := envValue(c, "DBTUNE_READ_AHEAD"); got != tt.readAhead {
 				t.Errorf("DBTUNE_READ_AHEAD = %q, want %q", got, tt.readAhead)
+			}
+			if got := envValue(c, "DBTUNE_LARGE_PAGES"); got != tt.largePages {
+				t.Errorf("DBTUNE_LARGE_PAGES = %q, want %q", got, tt.largePages)
 			}
 			if diff := cmp.Diff(tt.hostPaths, hostPathAccess(pod, c)); diff != "" {
 				t.Errorf("host paths, path: writable (-want +got):\n%s", diff)
@@ -107,8 +131,9 @@ func checkSeccomp(t *testing.T, pod corev1.PodSpec) {
 	}
 }
 
-// checkLockedDown: no capability, no privilege, no escalation, a read-only root filesystem.
-func checkLockedDown(t *testing.T, c corev1.Container) {
+// checkLockedDown: no capability but added, no privilege, no escalation, a read-only root
+// filesystem.
+func checkLockedDown(t *testing.T, c corev1.Container, added []corev1.Capability) {
 	t.Helper()
 	sc := c.SecurityContext
 	if sc == nil {
@@ -123,8 +148,8 @@ func checkLockedDown(t *testing.T, c corev1.Container) {
 	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 		t.Errorf("container %s has a writable root filesystem", c.Name)
 	}
-	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0 {
-		t.Errorf("container %s capabilities = %+v, want drop [ALL] and nothing added", c.Name, sc.Capabilities)
+	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || !slices.Equal(sc.Capabilities.Add, added) {
+		t.Errorf("container %s capabilities = %+v, want drop [ALL] and add %v", c.Name, sc.Capabilities, added)
 	}
 }
 

@@ -47,7 +47,7 @@ func TestUserRolesShipWithTheInstall(t *testing.T) {
 		readAheadRole: nil,
 	}
 	defaults := userRoles(t, c, "default")
-	for _, dir := range []string{"default", "overlays/no-read-ahead", "overlays/prometheus", "overlays/no-aggregation"} {
+	for _, dir := range []string{"default", "overlays/no-read-ahead", "overlays/no-large-pages", "overlays/prometheus", "overlays/no-aggregation"} {
 		t.Run(dir, func(t *testing.T) {
 			roles := userRoles(t, c, dir)
 			for name, labels := range aggregated {
