@@ -126,6 +126,10 @@ func (p *product) testServer(t *testing.T, sc serverCase, image string) {
 	}
 	pod = waitRolledOut(ctx, t, p.cs, injected)
 	p.assertServerInjected(ctx, t, sc, injected, pod)
+	p.assertLargePages(ctx, t, sc, pod)
+	if sc.name == "mysql-configfile" {
+		p.testLargePagesLive(ctx, t, sc, pod)
+	}
 
 	restarts := restartCount(pod)
 	start = time.Now()
