@@ -22,6 +22,8 @@ import (
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 	dbmysql "github.com/dbtune/scratch-operator/controllers/mysql"
+	"github.com/dbtune/scratch-operator/node-agent/mountinfo"
+	"github.com/dbtune/scratch-operator/node-agent/tmpfspages"
 )
 
 // Bounds on a pod's start and stop. A start includes initializing a data directory; a stop is a
@@ -44,6 +46,10 @@ type Pod struct {
 	Plans []*inject.Plan
 	// ConfigMaps holds what the controller writes to each ConfigMap: name, then key, then content.
 	ConfigMaps map[string]map[string]string
+	// Huge is the huge= option the node agent gives each ScratchVolume's memory volume, by volume
+	// name, as its spec.largePages asks (absent: the kubelet's mount as it is). Change it before
+	// Start to compare the kubelet's pages with the agent's.
+	Huge map[string]string
 	// Container names the database container; DataDir is its data directory.
 	Container string
 	DataDir   string
@@ -81,6 +87,7 @@ func (h *Host) NewPod(sts *appsv1.StatefulSet, svs ...*v1alpha1.ScratchVolume) (
 	p := &Pod{
 		Name:       sts.Name + "-0",
 		ConfigMaps: map[string]map[string]string{},
+		Huge:       map[string]string{},
 		host:       h,
 		claims:     sts.Spec.VolumeClaimTemplates,
 	}
@@ -90,6 +97,9 @@ func (h *Host) NewPod(sts *appsv1.StatefulSet, svs ...*v1alpha1.ScratchVolume) (
 			return nil, fmt.Errorf("failed to inject ScratchVolume %s into StatefulSet %s: %w", sv.Name, sts.Name, err)
 		}
 		p.Plans = append(p.Plans, plan)
+		if sv.Spec.LargePages != v1alpha1.LargePagesNever {
+			p.Huge[sv.VolumeName()] = tmpfspages.WithinSize
+		}
 		if plan.ConfigVolume != nil {
 			p.ConfigMaps[plan.ConfigVolume.ConfigMap.Name] = map[string]string{plan.ConfigKey: plan.ConfigData}
 		}
@@ -331,6 +341,24 @@ func (p *Pod) Path(containerPath string) (string, error) {
 	return filepath.Join(fmt.Sprintf("/proc/%d/root", p.sandbox.Process.Pid), p.run.db.Rootfs, containerPath), nil
 }
 
+// TmpfsOptions returns the superblock options of the running pod's memory volume named volume, as
+// the sandbox's mount table shows them (size=…,huge=…).
+func (p *Pod) TmpfsOptions(volume string) (string, error) {
+	if !p.Running() {
+		return "", fmt.Errorf("pod %s is not running", p.Name)
+	}
+	entries, err := mountinfo.Read(fmt.Sprintf("/proc/%d/mountinfo", p.sandbox.Process.Pid))
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if e.FSType == "tmpfs" && path.Base(e.MountPoint) == volume && path.Base(path.Dir(e.MountPoint)) == "volumes" {
+			return e.SuperOptions, nil
+		}
+	}
+	return "", fmt.Errorf("pod %s has no tmpfs for volume %s", p.Name, volume)
+}
+
 // ClaimDir is the directory on this machine that stands in for the pod's PersistentVolumeClaim made
 // from the named volumeClaimTemplate. It outlives pod restarts.
 func (p *Pod) ClaimDir(claim string) string {
@@ -474,4 +502,37 @@ func (p *Pod) MemoryUsage() (MemoryUsage, error) {
 		return p.lastUsage, nil
 	}
 	return p.cgroup.usage()
+}
+
+// IOBytes is what the processes of the running database container have passed through read and
+// write calls (rchar and wchar of /proc/<pid>/io, summed over the container's cgroup): files of
+// every kind, sockets and pipes, whether or not they reached a device.
+func (p *Pod) IOBytes() (read, written int64, err error) {
+	if p.cgroup == nil {
+		return 0, 0, fmt.Errorf("pod %s is not running", p.Name)
+	}
+	raw, err := os.ReadFile(p.cgroup.procsFile())
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, pid := range strings.Fields(string(raw)) {
+		io, err := os.ReadFile("/proc/" + pid + "/io")
+		if errors.Is(err, os.ErrNotExist) {
+			continue // gone since the cgroup was read
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, line := range strings.Split(string(io), "\n") {
+			k, v, _ := strings.Cut(line, ": ")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "rchar":
+				read += n
+			case "wchar":
+				written += n
+			}
+		}
+	}
+	return read, written, nil
 }

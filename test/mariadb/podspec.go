@@ -244,7 +244,7 @@ func (p *Pod) makeVolumes(dir string) (map[string]volume, []tmpfsSpec, error) {
 			if v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.Value() <= 0 {
 				return nil, nil, fmt.Errorf("memory volume %q has no sizeLimit: the tmpfs would get half of this machine's RAM", v.Name)
 			}
-			tmpfs = append(tmpfs, tmpfsSpec{Path: host, Size: v.EmptyDir.SizeLimit.Value()})
+			tmpfs = append(tmpfs, tmpfsSpec{Path: host, Size: v.EmptyDir.SizeLimit.Value(), Huge: p.Huge[v.Name]})
 		case v.ConfigMap != nil:
 			if err := p.writeConfigMap(host, v.ConfigMap); err != nil {
 				return nil, nil, fmt.Errorf("volume %q: %w", v.Name, err)

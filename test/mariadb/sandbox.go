@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dbtune/scratch-operator/node-agent/tmpfspages"
 )
 
 // sandboxEnv carries the path of a sandbox's spec to the re-executed binary.
@@ -31,6 +33,9 @@ type sandboxSpec struct {
 type tmpfsSpec struct {
 	Path string `json:"path"`
 	Size int64  `json:"size"`
+	// Huge is the huge= option the node agent sets on the mounted tmpfs, the way it does it
+	// (tmpfspages.Set); empty leaves the mount as the kubelet makes it.
+	Huge string `json:"huge,omitempty"`
 }
 
 type containerSpec struct {
@@ -112,6 +117,12 @@ func runSandbox(specPath string) error {
 		opts := fmt.Sprintf("size=%d,mode=0777", fs.Size)
 		if err := unix.Mount("tmpfs", fs.Path, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return fmt.Errorf("failed to mount a tmpfs (%s) at %s: %w", opts, fs.Path, err)
+		}
+		if fs.Huge == "" {
+			continue
+		}
+		if _, err := tmpfspages.Set(tmpfspages.Paths{}, fs.Path, fs.Huge); err != nil {
+			return fmt.Errorf("failed to give the tmpfs at %s the node agent's pages: %w", fs.Path, err)
 		}
 	}
 	for i, c := range spec.Containers {

@@ -1,6 +1,7 @@
 package mariadb_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -62,6 +63,10 @@ func TestTemporaryFilesOnTmpfs(t *testing.T) {
 		mustExec(t, conn, spillToDisk)
 		before := sessionStatus(t, conn)
 		tmpdir := pod.Plans[0].Layout.TmpDir
+		// The node agent's large pages, as a ScratchVolume gets them by default.
+		if opts, err := pod.TmpfsOptions(pod.Plans[0].Volume.Name); err != nil || !strings.Contains(opts, "huge=within_size") {
+			t.Errorf("the RAM volume's tmpfs has options %q (%v), want huge=within_size", opts, err)
+		}
 		baseline := tmpfsUsed(t, pod, tmpdir)
 
 		watch := watchUsage(t, pod, tmpdir)
@@ -112,6 +117,26 @@ func TestTemporaryFilesOnTmpfs(t *testing.T) {
 		t.Logf("The tmpfs grew by up to %.1f MiB during the query (%s, %d merge passes) and held %.1f MiB after it while the session was open; its directory listed at most %d entries meanwhile.",
 			float64(peak-baseline)/(1<<20), table, after["Sort_merge_passes"]-before["Sort_merge_passes"], float64(held)/(1<<20), listed)
 	})
+}
+
+// TestLargePagesFollowTheScratchVolume: the harness gives a memory volume the node agent's pages as
+// spec.largePages asks, through the agent's own mechanism, and Never leaves the kubelet's mount.
+func TestLargePagesFollowTheScratchVolume(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	for policy, want := range map[v1alpha1.LargePagesPolicy]string{v1alpha1.LargePagesWithinSize: "huge=within_size", v1alpha1.LargePagesNever: ""} {
+		sts := statefulSet(h, "pages-"+strings.ToLower(string(policy)), "--skip-networking")
+		sv := scratchVolume(sts.Name, "64Mi", v1alpha1.InjectionConfigFile, v1alpha1.InnoDBTmpdirDisk)
+		sv.Spec.LargePages = policy
+		pod := startPod(t, h, sts, sv)
+		opts, err := pod.TmpfsOptions(pod.Plans[0].Volume.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(opts, "huge="); got != (want != "") || !strings.Contains(opts, want) {
+			t.Errorf("spec.largePages %s: the tmpfs has options %q, want %q", policy, opts, cmp.Or(want, "no huge="))
+		}
+	}
 }
 
 // sessionTablespace is the path and size of the session temporary tablespace of conn's session.

@@ -25,6 +25,8 @@ var tableRows = []tableRow{
 	{name: "temp: time for all queries", unit: "s", workload: "temp", run: func(x runResult) float64 { return x.Seconds }},
 	{name: "temp: queries/s", workload: "temp", higherIsBetter: true, run: func(x runResult) float64 { return x.QueriesPerSecond }},
 	{name: "temp: data volume writes", unit: "MiB", workload: "temp", run: func(x runResult) float64 { return x.DeviceWriteMiB }},
+	{name: "temp: temporary-file I/O (performance_schema)", unit: "MiB", workload: "temp", run: func(x runResult) float64 { return x.TmpdirMiB }, recorded: func(x runResult) bool { return x.TmpdirMiB > 0 }},
+	{name: "temp: the server's read and write calls", unit: "MiB", workload: "temp", run: func(x runResult) float64 { return x.IOMiB }, recorded: func(x runResult) bool { return x.IOMiB > 0 }},
 	{name: bigSortRow, unit: "s", workload: "bigsort", run: func(x runResult) float64 { return x.Seconds }},
 	{name: "bigsort: data volume writes", unit: "MiB", workload: "bigsort", run: func(x runResult) float64 { return x.DeviceWriteMiB }},
 	{name: "bigsort: memory cgroup peak", unit: "MiB", workload: "bigsort", run: func(x runResult) float64 { return x.MemoryPeakMiB }},

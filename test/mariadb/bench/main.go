@@ -119,7 +119,7 @@ func main() {
 		cfg.extraServerArgs = strings.Fields(s)
 		return nil
 	})
-	flag.Func("variants", "comma-separated variants to run (default: all of tmpfs, disk and, with -volume, volume)", listFlag(&cfg.variantList))
+	flag.Func("variants", "comma-separated variants to run (default: all of tmpfs (the RAM volume with large pages), tmpfs-4k (with the kubelet's 4 KiB pages), disk and, with -volume, volume)", listFlag(&cfg.variantList))
 	flag.Func("workloads", "comma-separated workloads to run (default: all that the sizes enable: temp, bigsort, alter, alter-ram, mixed, reports)", listFlag(&cfg.workloadList))
 	flag.StringVar(&cfg.replot, "replot", "", "draw the chart of an existing results file instead of measuring, to a PNG of its name (in -out, default beside it)")
 	flag.Parse()

@@ -144,6 +144,8 @@ func otherLabel(name string) string {
 		return "disk: tmpdir on the node's disk"
 	case volumeVariant:
 		return "volume: tmpdir on the data volume"
+	case smallPagesVariant:
+		return "tmpfs-4k: the RAM volume in the kubelet's 4 KiB pages"
 	}
 	return name
 }

@@ -80,8 +80,8 @@ func TestVariantsFor(t *testing.T) {
 		want    string
 		wantErr string
 	}{
-		{volume: "none", want: "tmpfs,disk"},
-		{volume: "gp3", want: "tmpfs,disk,volume"},
+		{volume: "none", want: "tmpfs,tmpfs-4k,disk"},
+		{volume: "gp3", want: "tmpfs,tmpfs-4k,disk,volume"},
 		{volume: "gp3", list: []string{"tmpfs", "volume"}, want: "tmpfs,volume"},
 		{volume: "none", list: []string{"tmpfs", "volume"}, wantErr: `"volume" is not a variant of this run`},
 		{volume: "gp3", list: []string{"disk", "volume"}, wantErr: "has it"},

@@ -43,7 +43,9 @@ const (
 // 9.7) and its binary log off, as MariaDB has it by default, so that a commit fsyncs the redo log
 // only on both.
 func serverArgs(cfg config, flavor v1alpha1.MySQLFlavor) []string {
-	redo, extra := "--innodb-log-file-size=64M", make([]string, 0, 1+len(cfg.extraServerArgs))
+	// performance_schema counts the bytes the server moves through its temporary files (on by
+	// default on MySQL, off on MariaDB).
+	redo, extra := "--innodb-log-file-size=64M", append(make([]string, 0, 2+len(cfg.extraServerArgs)), "--performance-schema=ON")
 	if flavor == v1alpha1.FlavorMySQL {
 		redo, extra = "--innodb-redo-log-capacity=64M", append(extra, "--skip-log-bin")
 	}
@@ -104,6 +106,9 @@ type variant struct {
 	InnoDBFS     string `json:"innodbTmpdirFilesystem,omitempty"`
 	// DataFS is the type of filesystem of the data directory.
 	DataFS string `json:"dataFilesystem"`
+	// TmpfsOptions are the RAM volume's superblock options as the pod's mount table shows them
+	// (size=…, and huge=within_size where the node agent gave it large pages).
+	TmpfsOptions string `json:"tmpfsOptions,omitempty"`
 	// DataVolume is the profile of the cloud-shaped volume the data directory is on, if any.
 	DataVolume string `json:"dataVolume,omitempty"`
 	// DataVolumeWriteMiB is what reached that volume's device during the whole benchmark, loading
@@ -170,8 +175,17 @@ func scratchVolume(target string, cfg config) *v1alpha1.ScratchVolume {
 	}
 }
 
-// variantNames are the variants every run has, in the order they run.
-var variantNames = []string{"tmpfs", "disk"}
+// variantNames are the variants every run has, in the order they run: the RAM volume as a
+// ScratchVolume runs it (large pages), the same volume as the kubelet mounts it, and the node's
+// disk.
+var variantNames = []string{"tmpfs", smallPagesVariant, "disk"}
+
+// smallPagesVariant is the RAM volume with spec.largePages Never: the tmpfs as the kubelet mounts
+// a memory emptyDir, in 4 KiB pages.
+const smallPagesVariant = "tmpfs-4k"
+
+// inRAM tells the variants whose tmpdir is a RAM volume.
+func inRAM(name string) bool { return name == "tmpfs" || name == smallPagesVariant }
 
 // volumeVariant keeps tmpdir in the data directory, on the data volume, as many charts and
 // operators do: it runs when the data volume is a cloud-shaped one, whose budget the temporary
@@ -214,8 +228,12 @@ func startVariants(ctx context.Context, h *mariadb.Host, cfg config, out *[]*var
 		}
 		sts := statefulSet(h, cfg, "bench-"+name, extraArgs...)
 		var svs []*v1alpha1.ScratchVolume
-		if name == "tmpfs" {
-			svs = append(svs, scratchVolume(sts.Name, cfg))
+		if inRAM(name) {
+			sv := scratchVolume(sts.Name, cfg)
+			if name == smallPagesVariant {
+				sv.Spec.LargePages = v1alpha1.LargePagesNever
+			}
+			svs = append(svs, sv)
 		}
 		pod, err := h.NewPod(sts, svs...)
 		if err != nil {
@@ -232,8 +250,16 @@ func startVariants(ctx context.Context, h *mariadb.Host, cfg config, out *[]*var
 		if err := v.inspect(ctx, h); err != nil {
 			return err
 		}
-		if (name == "tmpfs") != (v.FS == "tmpfs") {
+		if inRAM(name) != (v.FS == "tmpfs") {
 			return fmt.Errorf("the %s variant's tmpdir %s is on %s", name, v.TmpDir, v.FS)
+		}
+		if inRAM(name) {
+			if v.TmpfsOptions, err = pod.TmpfsOptions(pod.Plans[0].Volume.Name); err != nil {
+				return err
+			}
+			if large := strings.Contains(v.TmpfsOptions, "huge=within_size"); large != (name == "tmpfs") {
+				return fmt.Errorf("the %s variant's RAM volume has options %s", name, v.TmpfsOptions)
+			}
 		}
 		if name == "tmpfs" && cfg.alterMiB > 0 {
 			// alter-ram needs it, late in the run: find out now whether the server takes it.
@@ -437,6 +463,16 @@ type runResult struct {
 	// Failed is the error of a run that filled the disk or the RAM volume it wrote to: a finding,
 	// not a fault of the benchmark, so the other runs go on.
 	Failed string `json:"failed,omitempty"`
+	// TmpdirMiB is what the server read and wrote through its temporary files over the run, from
+	// performance_schema's file I/O of the instruments of tmpdir's files: sort and temporary
+	// files (sql/io_cache) and InnoDB's session temporary tablespaces (innodb/innodb_temp_file).
+	// MariaDB does not instrument its Aria temporary tables nor, in these versions, its sort
+	// files, so there it covers little: IOMiB does.
+	TmpdirMiB float64 `json:"tmpdirMiB,omitempty"`
+	// IOMiB is what the database container's processes passed through read and write calls over
+	// the run (rchar and wchar): its temporary files above all in these workloads, but also the
+	// result sets it sent and its InnoDB files.
+	IOMiB float64 `json:"ioMiB,omitempty"`
 	// TmpDiskTables, TmpFiles and SortMergePasses are the server's counters over the run.
 	TmpDiskTables   int64 `json:"createdTmpDiskTables"`
 	TmpFiles        int64 `json:"createdTmpFiles"`
@@ -614,6 +650,10 @@ func (v *variant) measure(ctx context.Context, r *runResult, workload func() err
 	free := bufferPoolFreePercent(before)
 	r.BufferPoolFreePercent = &free
 	data, node := deviceWritten(v.dataDevice), deviceWritten(v.nodeDevice)
+	ioRead, ioWritten, err := v.pod.IOBytes()
+	if err != nil {
+		return err
+	}
 	volumeBefore, began := v.volumeStats(), time.Now()
 	stopWatching := v.watchMemory()
 	err = workload()
@@ -629,6 +669,10 @@ func (v *variant) measure(ctx context.Context, r *runResult, workload func() err
 	after, err := v.counters(ctx)
 	if err != nil {
 		return err
+	}
+	r.TmpdirMiB = float64(after[tmpdirBytes]-before[tmpdirBytes]) / (1 << 20)
+	if read, written, err := v.pod.IOBytes(); err == nil {
+		r.IOMiB = float64(read+written-ioRead-ioWritten) / (1 << 20)
 	}
 	r.TmpDiskTables = after["Created_tmp_disk_tables"] - before["Created_tmp_disk_tables"]
 	r.TmpFiles = after["Created_tmp_files"] - before["Created_tmp_files"]
@@ -682,7 +726,20 @@ func (v *variant) watchMemory() (stop func() int64) {
 	}
 }
 
+// tmpdirBytes is the key of counters' sum of performance_schema's temporary-file I/O.
+const tmpdirBytes = "tmpdir bytes"
+
+// tmpdirInstruments are the performance_schema file instruments of the files in tmpdir.
+const tmpdirInstruments = "'wait/io/file/sql/io_cache', 'wait/io/file/innodb/innodb_temp_file'"
+
 func (v *variant) counters(ctx context.Context) (map[string]int64, error) {
+	out := map[string]int64{}
+	var moved int64
+	if err := v.pod.DB().QueryRowContext(ctx, "SELECT COALESCE(SUM(SUM_NUMBER_OF_BYTES_READ + SUM_NUMBER_OF_BYTES_WRITE), 0)"+
+		" FROM performance_schema.file_summary_by_event_name WHERE EVENT_NAME IN ("+tmpdirInstruments+")").Scan(&moved); err != nil {
+		return nil, fmt.Errorf("failed to read performance_schema's temporary-file I/O: %w", err)
+	}
+	out[tmpdirBytes] = moved
 	rows, err := v.pod.DB().QueryContext(ctx,
 		"SHOW GLOBAL STATUS WHERE Variable_name IN ('Created_tmp_disk_tables', 'Created_tmp_files', 'Sort_merge_passes', "+
 			"'Innodb_buffer_pool_pages_free', 'Innodb_buffer_pool_pages_total')")
@@ -690,7 +747,6 @@ func (v *variant) counters(ctx context.Context) (map[string]int64, error) {
 		return nil, err
 	}
 	defer func() { _ = rows.Close() }()
-	out := map[string]int64{}
 	for rows.Next() {
 		var name string
 		var n int64
