@@ -363,5 +363,36 @@ func (p *product) testAgentProbe(t *testing.T) {
 			continue
 		}
 		t.Logf("target %s (%s on %s): buffered writes %d MiB/s", target.Name, fs, target.Provenance.Device, target.SequentialWrite.BufferedBytesPerSecond>>20)
+		p.assertTempFiles(t, target)
+	}
+	c := profile.Status.Comparison
+	if c == nil || c.TempFileRatio == "" || c.LargePageTempFileRatio == "" {
+		t.Errorf("the comparison has no temporary-file ratios: %+v", c)
+	} else {
+		t.Logf("temporary files, tmpfs as mounted / disk %s, with large pages / disk %s", c.TempFileRatio, c.LargePageTempFileRatio)
+	}
+	if thp := profile.Status.TransparentHugePages; thp == nil || thp.ShmemEnabled == "" || thp.TmpfsDefault == "" {
+		t.Errorf("the profile does not record the kernel's large-page settings: %+v", thp)
+	}
+}
+
+// assertTempFiles checks a target's temporary-file results: every size measured on the target
+// and, on the tmpfs, on the agent's own tmpfs with huge=within_size, which needs the
+// SYS_ADMIN the default install gives the agent.
+func (p *product) assertTempFiles(t *testing.T, target v1alpha1.ProbeTargetResult) {
+	t.Helper()
+	check := func(what string, results []v1alpha1.TempFileResult, option string) {
+		if len(results) == 0 {
+			t.Errorf("target %s has no %s results", target.Name, what)
+		}
+		for _, r := range results {
+			if r.Unsupported != "" || r.Files == 0 || r.BytesPerSecond <= 0 || !strings.Contains(r.MountOptions, option) {
+				t.Errorf("target %s, %s of %d bytes: %+v, want files, a rate and %q among the mount options", target.Name, what, r.FileSizeBytes, r, option)
+			}
+		}
+	}
+	check("temporary-file", target.TempFiles, "")
+	if target.Kind == v1alpha1.TargetTmpfs {
+		check("large-page temporary-file", target.LargePageTempFiles, "huge=within_size")
 	}
 }
