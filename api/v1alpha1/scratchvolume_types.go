@@ -1223,6 +1223,7 @@ type ScratchVolumeStatus struct {
 // +kubebuilder:printcolumn:name="Peak-%",type=integer,JSONPath=`.status.usage.peakPercent`,description="Highest use of a pod's RAM volume, in percent of the size"
 // +kubebuilder:printcolumn:name="Recommended",type=string,JSONPath=`.status.recommendedSize`,description="Size the observed peaks call for"
 // +kubebuilder:printcolumn:name="Capacity",type=string,JSONPath=`.status.conditions[?(@.type=="Capacity")].reason`,description="Sufficient, NearFull, Full or NotObserved"
+// +kubebuilder:printcolumn:name="Large-Pages",type=string,JSONPath=`.status.conditions[?(@.type=="LargePages")].reason`,description="AsRequested, Unsupported, Overridden, Disabled, Failed or NotObserved: the pages the pods' RAM volumes run with",priority=1
 // +kubebuilder:printcolumn:name="Sizing",type=string,JSONPath=`.spec.sizing.mode`,description="Who sets spec.size: Manual (empty), Recommend or Automatic"
 // +kubebuilder:printcolumn:name="Last-Resize",type=string,JSONPath=`.status.sizing.last`,description="The last automatic resize"
 // +kubebuilder:printcolumn:name="Purpose",type=string,JSONPath=`.spec.purpose`
