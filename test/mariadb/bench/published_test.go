@@ -37,7 +37,8 @@ func TestPublishedOrdersReplayFromTheirSeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"mariadb-tmpdir.json", "mysql-9.7-tmpdir.json", "mariadb-cloudvolume.json"} {
+	for _, name := range []string{"mariadb-tmpdir.json", "mysql-9.7-tmpdir.json", "mariadb-cloudvolume.json",
+		"mysql-9.7-large-pages-temp.json", "mysql-9.7-large-pages.json", "mariadb-11.8-large-pages.json"} {
 		r, err := readResults(filepath.Join(root, "docs", "benchmarks", name))
 		if err != nil {
 			t.Fatal(err)

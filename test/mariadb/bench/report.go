@@ -302,6 +302,14 @@ func readResults(path string) (*results, error) {
 	return &r, nil
 }
 
+// mountedWith gives a RAM variant's mount options, for results that recorded them.
+func mountedWith(v *variant) string {
+	if v.TmpfsOptions == "" {
+		return ""
+	}
+	return ", mounted `" + v.TmpfsOptions + "`"
+}
+
 // serverFlag is the -server flag that measured an image's server, "" for this machine's.
 func (r *results) serverFlag() string {
 	if r.Machine.Image == "" {
@@ -331,8 +339,12 @@ func (r *results) markdown(pngPath, jsonPath string) string {
 	if r.Settings.SessionTablespaces != "" {
 		sessions = fmt.Sprintf(", `sessionTempTablespaces: %s`", r.Settings.SessionTablespaces)
 	}
-	fmt.Fprintf(&b, "injected with a %s ScratchVolume%s (tmpdir `%s` on %s), and as written (tmpdir `%s` in the container's writable layer, on %s, %s). ",
-		r.Settings.ScratchVolumeSize, sessions, vt.TmpDir, vt.FS, vd.TmpDir, vd.FS, r.diskVariantPlace())
+	fmt.Fprintf(&b, "injected with a %s ScratchVolume%s (tmpdir `%s` on %s%s), ",
+		r.Settings.ScratchVolumeSize, sessions, vt.TmpDir, vt.FS, mountedWith(vt))
+	if v4 := r.Variants[smallPagesVariant]; v4 != nil {
+		fmt.Fprintf(&b, "the same with `spec.largePages: Never` (%s: the kubelet's 4 KiB pages%s), ", smallPagesVariant, mountedWith(v4))
+	}
+	fmt.Fprintf(&b, "and as written (tmpdir `%s` in the container's writable layer, on %s, %s). ", vd.TmpDir, vd.FS, r.diskVariantPlace())
 	fmt.Fprintf(&b, "Runs alternate between the variants, %s.\n\n", r.orderText())
 	table := "an on-disk Aria temporary table in tmpdir"
 	if r.Machine.flavor() == "MySQL" {
