@@ -45,6 +45,17 @@ func TestManagerPosture(t *testing.T) {
 // TestNodeAgentPosture checks the DaemonSet of each variant: the host access it has is exactly
 // what its features need.
 func TestNodeAgentPosture(t *testing.T) {
+	// withReadAhead is every host path of an agent that applies read-ahead.
+	withReadAhead := map[string]bool{
+		"/var/lib/dbtune-node-agent/probe": true,
+		"/run/dbtune-node-agent":           true,
+		"/sys/devices":                     true,
+		"/sys/block":                       false,
+		"/sys/class/block":                 false,
+		"/sys/dev/block":                   false,
+		"/proc/1":                          false,
+		"/var/lib/kubelet/pods":            false,
+	}
 	tests := []struct {
 		dir        string
 		readAhead  string
@@ -58,16 +69,7 @@ func TestNodeAgentPosture(t *testing.T) {
 		readAhead:    "true",
 		largePages:   "true",
 		capabilities: []corev1.Capability{"SYS_ADMIN"},
-		hostPaths: map[string]bool{
-			"/var/lib/dbtune-node-agent/probe": true,
-			"/run/dbtune-node-agent":           true,
-			"/sys/devices":                     true,
-			"/sys/block":                       false,
-			"/sys/class/block":                 false,
-			"/sys/dev/block":                   false,
-			"/proc/1":                          false,
-			"/var/lib/kubelet/pods":            false,
-		},
+		hostPaths:    withReadAhead,
 	}, {
 		dir:          "overlays/no-read-ahead",
 		readAhead:    "false",
@@ -78,16 +80,7 @@ func TestNodeAgentPosture(t *testing.T) {
 		dir:        "overlays/no-large-pages",
 		readAhead:  "true",
 		largePages: "false",
-		hostPaths: map[string]bool{
-			"/var/lib/dbtune-node-agent/probe": true,
-			"/run/dbtune-node-agent":           true,
-			"/sys/devices":                     true,
-			"/sys/block":                       false,
-			"/sys/class/block":                 false,
-			"/sys/dev/block":                   false,
-			"/proc/1":                          false,
-			"/var/lib/kubelet/pods":            false,
-		},
+		hostPaths:  withReadAhead,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.dir, func(t *testing.T) {
