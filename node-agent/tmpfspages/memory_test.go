@@ -16,6 +16,9 @@ import (
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
+// cgroupRoot is where the machine mounts its cgroup file systems.
+const cgroupRoot = "/sys/fs/cgroup"
+
 // memoryCgroup is a memory cgroup this test process moves into, so that the tmpfs pages it writes
 // are charged there as they are to a database container's.
 type memoryCgroup struct {
@@ -26,15 +29,16 @@ type memoryCgroup struct {
 func newMemoryCgroup(t *testing.T) *memoryCgroup {
 	t.Helper()
 	testenv.RequireRoot(t, "create a memory cgroup")
-	c := &memoryCgroup{}
-	switch {
-	case fileExists("/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-		c.dir, c.from = filepath.Join("/sys/fs/cgroup/memory", fmt.Sprintf("dbtune-pages-test-%d", os.Getpid())), "/sys/fs/cgroup/memory/cgroup.procs"
-	case strings.Contains(readFile(t, "/sys/fs/cgroup/cgroup.controllers"), "memory"):
-		c.dir, c.from = filepath.Join("/sys/fs/cgroup", fmt.Sprintf("dbtune-pages-test-%d", os.Getpid())), "/sys/fs/cgroup/cgroup.procs"
+	var root string
+	switch v1 := filepath.Join(cgroupRoot, "memory"); {
+	case fileExists(filepath.Join(v1, "memory.limit_in_bytes")):
+		root = v1
+	case strings.Contains(readFile(t, filepath.Join(cgroupRoot, "cgroup.controllers")), "memory"):
+		root = cgroupRoot
 	default:
-		testenv.SkipOrFail(t, "no cgroup memory controller at /sys/fs/cgroup")
+		testenv.SkipOrFail(t, "no cgroup memory controller at %s", cgroupRoot)
 	}
+	c := &memoryCgroup{dir: filepath.Join(root, fmt.Sprintf("dbtune-pages-test-%d", os.Getpid())), from: filepath.Join(root, "cgroup.procs")}
 	c.stat = filepath.Join(c.dir, "memory.stat")
 	_ = os.Remove(c.dir) // a killed run's
 	if err := os.Mkdir(c.dir, 0o755); err != nil {

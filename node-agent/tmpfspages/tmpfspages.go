@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -306,7 +307,7 @@ func NewDetached(sizeBytes int64, value string) (*Detached, error) {
 		return nil, classify("fsopen tmpfs", err, -1)
 	}
 	defer func() { _ = unix.Close(fc) }()
-	if err := unix.FsconfigSetString(fc, "size", fmt.Sprint(sizeBytes)); err != nil {
+	if err := unix.FsconfigSetString(fc, "size", strconv.FormatInt(sizeBytes, 10)); err != nil {
 		return nil, classify("size", err, fc)
 	}
 	if value != "" {

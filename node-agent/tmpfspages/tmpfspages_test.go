@@ -1,6 +1,7 @@
 package tmpfspages_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -166,7 +167,7 @@ func TestDetachedTmpfsHasTheOptionAndLeavesNoMount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(before) != string(after) {
+	if !bytes.Equal(before, after) {
 		t.Error("a detached tmpfs changed the mount table")
 	}
 }
