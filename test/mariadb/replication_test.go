@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path"
@@ -357,15 +358,44 @@ func (r *replica) waitStopped(t *testing.T, end int64) map[string]string {
 	})
 }
 
+// freePort returns a loopback port free now, below the kernel's ephemeral range: a server binds it
+// seconds later, after its initialization, and a port of that range could meanwhile become the
+// source port of any connection on the machine (the API servers of tests running beside these
+// ones make many), which would stop the server with "Address already in use". Ports are handed
+// out once per process.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	low := 32768
+	if raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(raw)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 11000 {
+				low = n
+			}
+		}
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 1000 {
+		port := 10000 + rand.IntN(low-10000)
+		if portsGiven[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		portsGiven[port] = true
+		return port
+	}
+	t.Fatalf("found no free loopback port between 10000 and %d", low)
+	return 0
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // startAll starts pods side by side: most of a start is waiting for the disk.
 func startAll(t *testing.T, pods ...*mariadb.Pod) {
