@@ -129,7 +129,7 @@ func TestAPIServerAgreesWithInject(t *testing.T) {
 				return why
 			}
 			live := getSV(t, e, ns, name)
-			plan, err := inject.NewPlan(live, cur)
+			plan, err := inject.NewPlan(live, cur, inject.Namespace{})
 			if err != nil {
 				return err.Error()
 			}

@@ -237,6 +237,9 @@ func (r *ScratchVolumeReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			forget:       r.decisions.Forget,
 		}).
 		Owns(&corev1.ConfigMap{}).
+		Watches(&corev1.LimitRange{}, handler.EnqueueRequestsFromMapFunc(r.scratchVolumesInNamespace)).
+		Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(r.scratchVolumesInNamespace),
+			builder.WithPredicates(quotaChanged())).
 		Watches(&v1alpha1.NodeIOProfile{}, handler.EnqueueRequestsFromMapFunc(r.scratchVolumesForProfile),
 			builder.WithPredicates(scratchVolumesChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).

@@ -36,7 +36,7 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 		out map[string]*decide.Outcome
 		err error
 	}
-	sel, err := r.selectorsIn(ctx, sv.Namespace)
+	view, err := r.namespaceView(ctx, sv.Namespace)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 		}
 		wg.Go(func() {
 			defer release()
-			out, err := r.syncStatefulSet(ctx, targets[i], sel, events, slots)
+			out, err := r.syncStatefulSet(ctx, targets[i], view, events, slots)
 			results[i] = synced{out, err}
 		})
 	}
@@ -120,7 +120,7 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 	for _, s := range keep {
 		kept[s.Name] = true
 	}
-	sel, err := r.selectorsIn(ctx, sv.Namespace)
+	view, err := r.namespaceView(ctx, sv.Namespace)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 			return err
 		}
 		// Taken above: the revert is the one write of this sync that starts a rollout.
-		out, err := r.syncStatefulSet(ctx, sts, sel, events, nil)
+		out, err := r.syncStatefulSet(ctx, sts, view, events, nil)
 		release()
 		if err != nil {
 			return err
@@ -160,20 +160,20 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 // syncStatefulSet makes the controller's entries on sts the union of the plans of every live
 // ScratchVolume that selects it, writing only when they differ from what is there. It returns the
 // outcome per ScratchVolume name, each plan trimmed to what the status reads
-// (fleetcache.SettledOutcomes). sel are the ScratchVolumes of sts's namespace that select by label
-// (selectorsIn). sts is the cache's trimmed object (fleetcache.TrimStatefulSet): a decision
+// (fleetcache.SettledOutcomes). view is sts's namespace: the ScratchVolumes that select by label
+// and the admission rules (namespaceView). sts is the cache's trimmed object (fleetcache.TrimStatefulSet): a decision
 // remembered for its generation is reused as it is, and anything else is planned on the whole
 // StatefulSet, read from the API server (readWhole). The changes written are added to events.
-func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, sel selectors, events *changeEvents, slots *budget) (map[string]*decide.Outcome, error) {
+func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, view namespaceView, events *changeEvents, slots *budget) (map[string]*decide.Outcome, error) {
 	if r.written.Behind(sts) {
 		return nil, fmt.Errorf("StatefulSet %s/%s at generation %d: %w", sts.Namespace, sts.Name, sts.Generation, errCacheBehind)
 	}
-	svs, err := r.scratchVolumesFor(ctx, sts, sel)
+	svs, err := r.scratchVolumesFor(ctx, sts, view.selectors)
 	if err != nil {
 		return nil, err
 	}
 	key := client.ObjectKeyFromObject(sts)
-	if outcomes, ok := r.decisions.Reuse(key, fleetcache.InputsOf(sts, svs), svs); ok {
+	if outcomes, ok := r.decisions.Reuse(key, fleetcache.InputsOf(sts, svs, view.stamp), svs); ok {
 		return r.settle(ctx, sts, svs, outcomes)
 	}
 	// The whole object is this sync's own: the write below works on it and updates it from the
@@ -187,23 +187,23 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 		return nil, fmt.Errorf("failed to get StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 	}
 	targetsPlanned.WithLabelValues(sts.Namespace).Inc()
-	tp := decide.PlanTarget(svs, live, r.gate(ctx))
+	tp := decide.PlanTarget(svs, live, view.rules, r.gate(ctx))
 	if tp.Settled() {
-		if tp.Waiting() {
+		if tp.Waiting() || tp.Rechecked() {
 			r.decisions.Forget(key)
 		} else {
-			r.decisions.Remember(key, fleetcache.InputsOf(live, svs), tp.Outcomes)
+			r.decisions.Remember(key, fleetcache.InputsOf(live, svs, view.stamp), tp.Outcomes)
 		}
 		return r.settle(ctx, live, svs, fleetcache.SettledOutcomes(tp.Outcomes))
 	}
 	r.decisions.Forget(key)
-	return r.writePlan(ctx, sts, live, svs, tp, events, slots)
+	return r.writePlan(ctx, sts, live, svs, view, tp, events, slots)
 }
 
 // writePlan writes tp, which live (the whole object sts, the cache's, stands for) does not carry
 // yet, unless the write-war rule holds it off, and remembers what the write leaves.
 func (r *ScratchVolumeReconciler) writePlan(ctx context.Context, sts, live *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume,
-	tp decide.TargetPlan, events *changeEvents, slots *budget) (map[string]*decide.Outcome, error) {
+	view namespaceView, tp decide.TargetPlan, events *changeEvents, slots *budget) (map[string]*decide.Outcome, error) {
 	key := client.ObjectKeyFromObject(sts)
 	rule, now := r.WriteWar.OrDefaults(), time.Now()
 	restored := decide.RestoredBy(tp, live)
@@ -226,8 +226,8 @@ func (r *ScratchVolumeReconciler) writePlan(ctx context.Context, sts, live *apps
 	// before the next decision, and the object that decision is made from, so that the syncs
 	// the write brings (its own watch event, the StatefulSet controller's status) need no read.
 	r.written.Record(key, live.Generation)
-	if after := decide.PlanTarget(svs, live, r.gate(ctx)); after.Settled() && !after.Waiting() {
-		r.decisions.Remember(key, fleetcache.InputsOf(live, svs), after.Outcomes)
+	if after := decide.PlanTarget(svs, live, view.rules, r.gate(ctx)); after.Settled() && !after.Waiting() && !after.Rechecked() {
+		r.decisions.Remember(key, fleetcache.InputsOf(live, svs, view.stamp), after.Outcomes)
 	}
 	g := r.guards.Update(key, svs, func(g decide.Guard) decide.Guard { return rule.AfterWrite(g, now, !restored.Empty()) })
 	if !restored.Empty() {

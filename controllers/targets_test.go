@@ -216,15 +216,15 @@ func TestStatefulSetGoneBeforeItsPlanIsRead(t *testing.T) {
 	gone := fake.NewClientBuilder().WithScheme(schemeWithAPI(t)).Build()
 	r := &ScratchVolumeReconciler{Client: c, APIReader: gone, Recorder: capture}
 
-	sel, err := r.selectorsIn(ctx, cached.Namespace)
+	view, err := r.namespaceView(ctx, cached.Namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sel.items) != 1 {
-		t.Fatalf("the ScratchVolume is not found as a selector: %+v", sel.items)
+	if len(view.items) != 1 {
+		t.Fatalf("the ScratchVolume is not found as a selector: %+v", view.items)
 	}
 	events := r.changeEvents()
-	out, err := r.syncStatefulSet(ctx, cached, sel, events, nil)
+	out, err := r.syncStatefulSet(ctx, cached, view, events, nil)
 	if err != nil || out != nil {
 		t.Errorf("the sync of a StatefulSet that is gone gave %v, %v; want nothing and no error", out, err)
 	}

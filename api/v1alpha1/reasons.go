@@ -73,6 +73,15 @@ const (
 	// bytes or out of bounds, a headroom out of bounds, a spec.mysql.version with a number above
 	// 9999) in an object stored before the rule; the message is the API's own.
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonLimitRange: reserving the volume's memory (spec.memory.accounting: Reserve) would
+	// raise a memory limit above a LimitRange's maximum for a container or a pod, so the
+	// StatefulSet controller could not create the new pods; the message names the LimitRange and
+	// the numbers. Nothing is written.
+	ReasonLimitRange = "LimitRangeExceeded"
+	// ReasonResourceQuota: reserving the volume's memory would need more memory than a
+	// ResourceQuota of the namespace has left for the pods the rollout replaces; the message names
+	// the quota, what it allows, what is in use and what is missing. Nothing is written.
+	ReasonResourceQuota = "ResourceQuotaExceeded"
 )
 
 // Reasons of a ScratchVolume's notes: what the user should know about an injection that still

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/inject"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
@@ -63,7 +64,7 @@ func TestExtraFlagsGoInTheApply(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sts := bitnamiTarget(tc.value, owner)
 			svs := scratchVolumes(nil)
-			tp := PlanTarget(svs, sts, Gate{})
+			tp := PlanTarget(svs, sts, inject.Namespace{}, Gate{})
 			vars := tp.Desired.Env["db"]
 			if len(vars) != 1 || vars[0].Name != extraFlags || !strings.HasPrefix(vars[0].Value, tc.wantValue+"--tmpdir=") {
 				t.Fatalf("the apply's variables = %+v, want %s starting with %q", vars, extraFlags, tc.wantValue+"--tmpdir=")
@@ -83,7 +84,7 @@ func TestExtraFlagsGoInTheApply(t *testing.T) {
 			if pending := tp.PendingAfter(&injected.Spec.Template); len(pending) != 0 {
 				t.Errorf("left for a patch after the apply: %+v", pending)
 			}
-			if after := PlanTarget(svs, injected, Gate{}); !after.Settled() || after.Force {
+			if after := PlanTarget(svs, injected, inject.Namespace{}, Gate{}); !after.Settled() || after.Force {
 				t.Errorf("once injected: settled %v, force %v; want settled, no force", after.Settled(), after.Force)
 			}
 		})
@@ -117,7 +118,7 @@ func TestForceTakesNothingButTheVariable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sts := tc.sts.DeepCopy()
 			sts.ManagedFields = tc.managed
-			if got := PlanTarget(svs, sts, Gate{}).Force; got != tc.want {
+			if got := PlanTarget(svs, sts, inject.Namespace{}, Gate{}).Force; got != tc.want {
 				t.Errorf("force = %v, want %v", got, tc.want)
 			}
 		})
@@ -143,7 +144,7 @@ func setEnv(sts *appsv1.StatefulSet, value string) {
 // written there.
 func restoreOf(t *testing.T, svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) Restore {
 	t.Helper()
-	tp := PlanTarget(svs, sts, Gate{})
+	tp := PlanTarget(svs, sts, inject.Namespace{}, Gate{})
 	for _, o := range tp.Outcomes {
 		o.SV.Status.Targets = []v1alpha1.ScratchTargetStatus{{Name: sts.Name, ConfigHash: o.Hash, Injected: true}}
 	}

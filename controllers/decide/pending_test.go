@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/inject"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
@@ -45,7 +46,7 @@ var saturday = time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
 func TestChangesNobodyWroteWait(t *testing.T) {
 	gate := Gate{Now: saturday, Version: "v2"}
 	sv, sts := renderedBefore(t, "db", byV1)
-	tp := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, gate)
+	tp := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, gate)
 	o := tp.Outcomes[sv.Name]
 	if o.Waiting == nil {
 		t.Fatalf("a rendering nobody asked for was not held back: %+v", o)
@@ -70,11 +71,11 @@ func TestChangesNobodyWroteWait(t *testing.T) {
 	// The same change on another StatefulSet planned alike has the same ID: one approval serves
 	// a fleet.
 	sv2, sts2 := renderedBefore(t, "db2", byV1)
-	if o2 := PlanTarget([]*v1alpha1.ScratchVolume{sv2}, sts2, gate).Outcomes[sv.Name]; o2.Waiting == nil || o2.Waiting.Change.ID != c.ID {
+	if o2 := PlanTarget([]*v1alpha1.ScratchVolume{sv2}, sts2, inject.Namespace{}, gate).Outcomes[sv.Name]; o2.Waiting == nil || o2.Waiting.Change.ID != c.ID {
 		t.Errorf("targets planned alike should share the change's ID %s: %+v", c.ID, o2.Waiting)
 	}
 	// The same change wanted by another version is another change.
-	if o3 := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, Gate{Now: saturday, Version: "v3"}).Outcomes[sv.Name]; o3.Waiting.Change.ID == c.ID {
+	if o3 := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, Gate{Now: saturday, Version: "v3"}).Outcomes[sv.Name]; o3.Waiting.Change.ID == c.ID {
 		t.Errorf("a change wanted by another version must have another ID")
 	}
 }
@@ -82,7 +83,7 @@ func TestChangesNobodyWroteWait(t *testing.T) {
 func TestWhatLetsAChangeThrough(t *testing.T) {
 	gate := Gate{Now: saturday, Version: "v2"}
 	sv, sts := renderedBefore(t, "db", byV1)
-	id := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, gate).Outcomes[sv.Name].Waiting.Change.ID
+	id := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, gate).Outcomes[sv.Name].Waiting.Change.ID
 	window := func(start string, dur time.Duration, days ...v1alpha1.Weekday) []v1alpha1.MaintenanceWindow {
 		return []v1alpha1.MaintenanceWindow{{Days: days, Start: start, Duration: metav1.Duration{Duration: dur}}}
 	}
@@ -155,7 +156,7 @@ func TestWhatLetsAChangeThrough(t *testing.T) {
 			sv, sts := renderedBefore(t, "db", byV1)
 			g := gate
 			tt.change(sv, sts, &g)
-			o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, g).Outcomes[sv.Name]
+			o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, g).Outcomes[sv.Name]
 			switch {
 			case tt.wait != "" && o.Waiting == nil:
 				t.Fatalf("the change should wait (%s), but is written: applying %q", tt.wait, o.Applying)
@@ -180,7 +181,7 @@ func TestWhatLetsAChangeThrough(t *testing.T) {
 func TestAFreshInjectionNeverWaits(t *testing.T) {
 	sv := scratchVolumes(nil)[0]
 	sts := testenv.FullStatefulSet("mariadb:11.4", nil, nil, "2Gi")
-	o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, Gate{Now: saturday, Version: "v2"}).Outcomes[sv.Name]
+	o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, Gate{Now: saturday, Version: "v2"}).Outcomes[sv.Name]
 	if o.Waiting != nil || o.Plan == nil || o.Applying != "" || o.TemplateHash != TemplateHash(sts) {
 		t.Errorf("a first injection is the user's own change: %+v", o)
 	}
@@ -192,7 +193,7 @@ func TestReportOfAWaitingChange(t *testing.T) {
 	sv.Spec.Changes = &v1alpha1.ChangePolicy{MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Days: []v1alpha1.Weekday{"Sun"}, Start: "02:00", Duration: metav1.Duration{Duration: time.Hour}}}}
 	carried := sts.Spec.Template.Annotations[sv.InjectionAnnotation()]
 	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: 3, ReadyReplicas: 3, UpdatedReplicas: 3, CurrentRevision: "r", UpdateRevision: "r"}
-	o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, Gate{Now: saturday, Version: "v2"}).Outcomes[sv.Name]
+	o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, Gate{Now: saturday, Version: "v2"}).Outcomes[sv.Name]
 	rep := NewReport(sv, WriteWarRule{}, "v2")
 	rep.Found(1)
 	rep.Add(sts, o)
@@ -274,7 +275,7 @@ func TestMaintenanceWindows(t *testing.T) {
 func TestUnknownTimeZoneIsInvalidSpec(t *testing.T) {
 	sv, sts := renderedBefore(t, "db", byV1)
 	sv.Spec.Changes = &v1alpha1.ChangePolicy{MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Start: "02:00", Duration: metav1.Duration{Duration: time.Hour}, TimeZone: "Europe/Atlantis"}}}
-	o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, Gate{Now: saturday, Version: "v2"}).Outcomes[sv.Name]
+	o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, Gate{Now: saturday, Version: "v2"}).Outcomes[sv.Name]
 	if o.Problem == nil || o.Problem.Reason != v1alpha1.ReasonInvalidSpec || !strings.Contains(o.Problem.Message, `"Europe/Atlantis" is not a known IANA time zone`) || !o.Kept {
 		t.Errorf("an unknown time zone blocks the ScratchVolume, keeping what the StatefulSet carries: %+v", o)
 	}

@@ -68,10 +68,10 @@ type TargetPlan struct {
 }
 
 // PlanTarget decides, reading nothing but its arguments: svs are the live ScratchVolumes that
-// select sts, oldest first (SortOldestFirst), sts is the whole StatefulSet, and g holds back the
-// changes nobody wrote.
-func PlanTarget(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, g Gate) TargetPlan {
-	outcomes := decideAll(svs, sts)
+// select sts, oldest first (SortOldestFirst), sts is the whole StatefulSet, ns the admission rules
+// of its namespace, and g holds back the changes nobody wrote.
+func PlanTarget(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, ns inject.Namespace, g Gate) TargetPlan {
+	outcomes := decideAll(svs, sts, ns)
 	gate(outcomes, sts, g)
 	plans, kept := WinningPlans(outcomes), keptNames(outcomes)
 	user := inject.Strip(sts.Spec.Template)
@@ -113,6 +113,17 @@ func (tp TargetPlan) Waiting() bool {
 	return false
 }
 
+// Rechecked reports whether an outcome's problem depends on what the namespace uses
+// (inject.Problem.Rechecked): the decision is then made again on every sync.
+func (tp TargetPlan) Rechecked() bool {
+	for _, o := range tp.Outcomes {
+		if o.Problem.Rechecked() {
+			return true
+		}
+	}
+	return false
+}
+
 // Removing reports whether a write of the plan takes a ScratchVolume's entries away: the JSON
 // patch of the containers then goes before the apply, so that a failed apply never forgets flags
 // still there; adding, the apply goes first, so a failed patch never leaves flags nobody recorded.
@@ -127,7 +138,7 @@ func (tp TargetPlan) Removing() bool {
 
 // decideAll plans every ScratchVolume (oldest first) for sts and settles conflicts between them:
 // the first to claim a container and purpose, or a mount path in a container, wins.
-func decideAll(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) map[string]*Outcome {
+func decideAll(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, ns inject.Namespace) map[string]*Outcome {
 	out := map[string]*Outcome{}
 	claims := map[string]string{}
 	injected := map[string]bool{}
@@ -142,7 +153,7 @@ func decideAll(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) map[strin
 			o.Problem, o.Kept = p, injected[sv.Name]
 			continue
 		}
-		plan, err := inject.NewPlan(sv, sts)
+		plan, err := inject.NewPlan(sv, sts, ns)
 		if err != nil {
 			var p *inject.Problem
 			if !errors.As(err, &p) {

@@ -32,7 +32,7 @@ func scratchVolumes(specs ...func(*v1alpha1.ScratchVolumeSpec)) []*v1alpha1.Scra
 // injectedBy is sts as a write of the plans of svs leaves it.
 func injectedBy(sts *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) *appsv1.StatefulSet {
 	out := sts.DeepCopy()
-	out.Spec.Template = inject.Inject(out.Spec.Template, WinningPlans(PlanTarget(svs, sts, Gate{}).Outcomes))
+	out.Spec.Template = inject.Inject(out.Spec.Template, WinningPlans(PlanTarget(svs, sts, inject.Namespace{}, Gate{}).Outcomes))
 	return out
 }
 
@@ -75,7 +75,7 @@ func TestPlanTarget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tp := PlanTarget(tt.svs, tt.sts, Gate{})
+			tp := PlanTarget(tt.svs, tt.sts, inject.Namespace{}, Gate{})
 			got, kept := map[string]string{}, map[string]bool{}
 			for name, o := range tp.Outcomes {
 				switch {
@@ -178,12 +178,12 @@ func TestReportConditions(t *testing.T) {
 		{"injected, half-way through a partitioned rollout", one[0], func(rep *Report, sv *v1alpha1.ScratchVolume) {
 			rep.Found(1)
 			sts := injectedBy(fresh, one)
-			rep.Add(sts, PlanTarget(one, sts, Gate{}).Outcomes[sv.Name])
+			rep.Add(sts, PlanTarget(one, sts, inject.Namespace{}, Gate{}).Outcomes[sv.Name])
 		}, want{v1alpha1.ReasonPartitioned, v1alpha1.ReasonTargetFound, v1alpha1.ReasonInjected, v1alpha1.ReasonPartitioned, v1alpha1.ReasonNoConflict}, 0},
 		{"blocked by an older ScratchVolume", scratchVolumes(nil, sameSpec)[1], func(rep *Report, sv *v1alpha1.ScratchVolume) {
 			rep.Found(1)
 			svs := scratchVolumes(nil, sameSpec)
-			rep.Add(fresh, PlanTarget(svs, fresh, Gate{}).Outcomes[sv.Name])
+			rep.Add(fresh, PlanTarget(svs, fresh, inject.Namespace{}, Gate{}).Outcomes[sv.Name])
 		}, want{v1alpha1.ReasonScratchVolumeConflict, v1alpha1.ReasonTargetFound, v1alpha1.ReasonScratchVolumeConflict, v1alpha1.ReasonScratchVolumeConflict, v1alpha1.ReasonScratchVolumeConflict}, 0},
 		{"a write failed", one[0], func(rep *Report, _ *v1alpha1.ScratchVolume) {
 			rep.Found(1)
@@ -199,7 +199,7 @@ func TestReportConditions(t *testing.T) {
 		}, want{v1alpha1.ReasonReconcileFailed, v1alpha1.ReasonTargetFound, v1alpha1.ReasonReconcileFailed, v1alpha1.ReasonReconcileFailed, v1alpha1.ReasonNoConflict}, 0},
 		{"held off by a write war", one[0], func(rep *Report, sv *v1alpha1.ScratchVolume) {
 			rep.Found(1)
-			o := PlanTarget(one, fresh, Gate{}).Outcomes[sv.Name]
+			o := PlanTarget(one, fresh, inject.Namespace{}, Gate{}).Outcomes[sv.Name]
 			o.War = &v1alpha1.WriteWar{Holds: 1, HeldSince: metav1.NewTime(now), RetryAt: metav1.NewTime(now.Add(10 * time.Minute))}
 			o.Guard = Guard{War: o.War}
 			rep.Add(fresh, o)

@@ -28,11 +28,13 @@ const maxDecisions = 20000
 // them as they were, so they need no plan, nor the pod template a plan reads (which the cache does
 // not keep, see TrimStatefulSet). A ScratchVolume's generation covers its spec, the only part
 // planning reads besides its name, so the status the controller writes on every reconcile changes
-// nothing either.
+// nothing either. The namespace's admission rules are in by a stamp of the parts planning reads
+// (inject.Namespace): a LimitRange or a quota's limits changed, the decision is made again.
 type Inputs struct {
 	uid        types.UID
 	generation int64
 	controller string
+	rules      string
 	svs        []svStamp
 }
 
@@ -42,9 +44,10 @@ type svStamp struct {
 	generation int64
 }
 
-// InputsOf are the inputs of a decision on sts by svs, oldest first.
-func InputsOf(sts *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) Inputs {
-	in := Inputs{uid: sts.UID, generation: sts.Generation, controller: decide.ControllerName(sts), svs: make([]svStamp, len(svs))}
+// InputsOf are the inputs of a decision on sts by svs, oldest first, under the namespace's rules
+// stamped rules (inject.Namespace.Stamp).
+func InputsOf(sts *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume, rules string) Inputs {
+	in := Inputs{uid: sts.UID, generation: sts.Generation, controller: decide.ControllerName(sts), rules: rules, svs: make([]svStamp, len(svs))}
 	for i := range svs {
 		in.svs[i] = svStamp{name: svs[i].Name, uid: svs[i].UID, generation: svs[i].Generation}
 	}
@@ -52,7 +55,7 @@ func InputsOf(sts *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) Inputs {
 }
 
 func (in Inputs) equal(other Inputs) bool {
-	if in.uid != other.uid || in.generation != other.generation || in.controller != other.controller || len(in.svs) != len(other.svs) {
+	if in.uid != other.uid || in.generation != other.generation || in.controller != other.controller || in.rules != other.rules || len(in.svs) != len(other.svs) {
 		return false
 	}
 	for i := range in.svs {

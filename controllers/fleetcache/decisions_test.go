@@ -93,9 +93,9 @@ func TestDecisionReuse(t *testing.T) {
 			var s Decisions
 			sts, svs := decisionFixture()
 			decided := decidedFor(svs)
-			s.Remember(key, InputsOf(sts, svs), decided)
+			s.Remember(key, InputsOf(sts, svs, ""), decided)
 			svs = tt.change(sts, svs)
-			got, ok := s.Reuse(key, InputsOf(sts, svs), svs)
+			got, ok := s.Reuse(key, InputsOf(sts, svs, ""), svs)
 			if ok != tt.reused {
 				t.Fatalf("reused = %v, want %v", ok, tt.reused)
 			}
@@ -126,7 +126,7 @@ func TestDecisionReuse(t *testing.T) {
 // and that the store stays bounded.
 func TestDecisionForgetting(t *testing.T) {
 	sts, svs := decisionFixture()
-	in := InputsOf(sts, svs)
+	in := InputsOf(sts, svs, "")
 	var s Decisions
 	db, other := types.NamespacedName{Namespace: "ns", Name: "db"}, types.NamespacedName{Namespace: "ns", Name: "other"}
 	elsewhere := types.NamespacedName{Namespace: "ns2", Name: "db"}
@@ -173,7 +173,7 @@ func TestRememberedPlansAreShared(t *testing.T) {
 		"c": plan("c", "hc", "[mysqld]\ntmpdir=/tmp/ram\n"),
 	}
 	for name, p := range plans {
-		s.Remember(types.NamespacedName{Namespace: "ns", Name: name}, InputsOf(sts(name), svs), map[string]*decide.Outcome{"tmp": {Plan: p, Hash: p.Hash}})
+		s.Remember(types.NamespacedName{Namespace: "ns", Name: name}, InputsOf(sts(name), svs, ""), map[string]*decide.Outcome{"tmp": {Plan: p, Hash: p.Hash}})
 	}
 	kept := func(name string) *inject.Plan {
 		return s.decisions[types.NamespacedName{Namespace: "ns", Name: name}].outcomes[0].plan
@@ -185,7 +185,7 @@ func TestRememberedPlansAreShared(t *testing.T) {
 		t.Errorf("a different drop-in file was not kept as it is: %q", kept("c").ConfigData)
 	}
 	for name, want := range plans {
-		got, ok := s.Reuse(types.NamespacedName{Namespace: "ns", Name: name}, InputsOf(sts(name), svs), svs)
+		got, ok := s.Reuse(types.NamespacedName{Namespace: "ns", Name: name}, InputsOf(sts(name), svs, ""), svs)
 		if !ok {
 			t.Fatalf("%s: no decision", name)
 		}

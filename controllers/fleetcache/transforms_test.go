@@ -114,13 +114,13 @@ func TestTrimmedStatefulSetsReportTheSame(t *testing.T) {
 			full := c.sts
 			for round := range 2 {
 				trimmed := mustTrim(t, full.DeepCopy()).(*appsv1.StatefulSet)
-				if !InputsOf(full, c.svs).equal(InputsOf(trimmed, c.svs)) {
-					t.Errorf("round %d: the decision inputs differ: whole %+v, trimmed %+v", round, InputsOf(full, c.svs), InputsOf(trimmed, c.svs))
+				if !InputsOf(full, c.svs, "").equal(InputsOf(trimmed, c.svs, "")) {
+					t.Errorf("round %d: the decision inputs differ: whole %+v, trimmed %+v", round, InputsOf(full, c.svs, ""), InputsOf(trimmed, c.svs, ""))
 				}
 				if diff := cmp.Diff(inject.ScratchVolumes(&full.Spec.Template), inject.ScratchVolumes(&trimmed.Spec.Template)); diff != "" {
 					t.Errorf("round %d: the injected-by index differs (-whole +trimmed):\n%s", round, diff)
 				}
-				tp := decide.PlanTarget(c.svs, full, decide.Gate{})
+				tp := decide.PlanTarget(c.svs, full, inject.Namespace{}, decide.Gate{})
 				for i := range c.svs {
 					whole, cached := decide.NewReport(c.svs[i], decide.WriteWarRule{}, ""), decide.NewReport(c.svs[i], decide.WriteWarRule{}, "")
 					whole.Found(1)

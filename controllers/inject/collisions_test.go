@@ -257,7 +257,7 @@ func TestCollisions(t *testing.T) {
 // StatefulSet.
 func TestCollisionLeavesNothing(t *testing.T) {
 	sts := withSTS(mysqlSTS(), dbArgs("--tmpdir=/tmp"))
-	p, err := inject.NewPlan(scratchVolume(), sts)
+	p, err := inject.NewPlan(scratchVolume(), sts, inject.Namespace{})
 	if err == nil || p != nil {
 		t.Fatalf("NewPlan = %v, %v; want no plan and a problem", p, err)
 	}

@@ -252,7 +252,7 @@ func onlyContainers(cs ...corev1.Container) stsOption {
 // plan runs NewPlan and fails the test on any error.
 func plan(t *testing.T, sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) *inject.Plan {
 	t.Helper()
-	p, err := inject.NewPlan(sv, sts)
+	p, err := inject.NewPlan(sv, sts, inject.Namespace{})
 	if err != nil {
 		t.Fatalf("NewPlan(%s) failed: %v", sv.Name, err)
 	}
@@ -263,7 +263,7 @@ func plan(t *testing.T, sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) *in
 // test, because every input the user can fix must come back as a Problem.
 func problemOf(t *testing.T, sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) (*inject.Plan, *inject.Problem) {
 	t.Helper()
-	p, err := inject.NewPlan(sv, sts)
+	p, err := inject.NewPlan(sv, sts, inject.Namespace{})
 	if err == nil {
 		return p, nil
 	}

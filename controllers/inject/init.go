@@ -1,8 +1,8 @@
 package inject
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 )
@@ -14,8 +14,9 @@ const initScript = `for d in "$@"; do [ -d "$d" ] || { mkdir -p "$d" && chmod 17
 
 // initContainer creates dirs on the data volume before the server starts: mariadbd refuses to start
 // without its tmpdir and, worse, starts without its replica load directory and fails on the first
-// replicated LOAD DATA. It runs the database's own image (which has a shell) as the same user.
-func initContainer(sv *v1alpha1.ScratchVolume, db *corev1.Container, data *corev1.VolumeMount, dirs []string) *corev1.Container {
+// replicated LOAD DATA. It runs the database's own image (which has a shell) as the same user, with
+// the resources res (Namespace.initResources).
+func initContainer(sv *v1alpha1.ScratchVolume, db *corev1.Container, data *corev1.VolumeMount, dirs []string, res corev1.ResourceRequirements) *corev1.Container {
 	if len(dirs) == 0 {
 		return nil
 	}
@@ -28,12 +29,16 @@ func initContainer(sv *v1alpha1.ScratchVolume, db *corev1.Container, data *corev
 			Name: data.Name, MountPath: data.MountPath, SubPath: data.SubPath, SubPathExpr: data.SubPathExpr,
 		}},
 		SecurityContext: db.SecurityContext.DeepCopy(),
-		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{
-				corev1.ResourceCPU:    resource.MustParse("10m"),
-				corev1.ResourceMemory: resource.MustParse("16Mi"),
-			},
-			Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
-		},
+		Resources:       res,
 	}
+}
+
+// initContainerOf is sv's init container on sts's template, nil when there is none.
+func initContainerOf(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) *corev1.Container {
+	for i, c := range sts.Spec.Template.Spec.InitContainers {
+		if c.Name == sv.InitContainerName() {
+			return &sts.Spec.Template.Spec.InitContainers[i]
+		}
+	}
+	return nil
 }

@@ -76,8 +76,9 @@ type Plan struct {
 
 // NewPlan decides what sv adds to sts. It reads the pod template as the user wrote it (ignoring
 // whatever is already injected), so planning an injected StatefulSet gives the same plan again. The
-// error is a *Problem when the user must change something.
-func NewPlan(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) (*Plan, error) {
+// error is a *Problem when the user must change something. ns holds the rules of the namespace
+// that the pods must pass: what the plan adds is made to pass them, or refused.
+func NewPlan(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, ns Namespace) (*Plan, error) {
 	if err := checkSpec(sv); err != nil {
 		return nil, err
 	}
@@ -100,10 +101,13 @@ func NewPlan(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) (*Plan, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := ns.checkReserve(pod, c, reserved(c, reserve), newlyReserved(sv, sts, reserve), replicas(sts)); err != nil {
+		return nil, err
+	}
 	p.Reserve = reserve
 	p.Notes = append(p.Notes, memNote)
 	if sv.Spec.Purpose == v1alpha1.PurposeMySQLTmpdir {
-		if err := p.planMySQL(sv, &user, c); err != nil {
+		if err := p.planMySQL(sv, &user, c, ns, initContainerOf(sv, sts)); err != nil {
 			return nil, err
 		}
 	}
@@ -183,7 +187,8 @@ func checkCollisions(pod *corev1.PodSpec, c *corev1.Container, volume, mountPath
 }
 
 // planMySQL adds the database side: profile, layout, drop-in or flags, and the init container.
-func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c *corev1.Container) error {
+// current is the init container the StatefulSet carries, if any.
+func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c *corev1.Container, ns Namespace, current *corev1.Container) error {
 	profile, err := mysql.Detect(c.Image, sv.Spec.MySQL)
 	if err != nil {
 		var unknown *mysql.UnknownImageError
@@ -229,7 +234,7 @@ func (p *Plan) planMySQL(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, c 
 		return err
 	}
 	if p.DiskVolume == nil {
-		p.Init = initContainer(sv, c, data.Mount, layout.PersistentDirs())
+		p.Init = initContainer(sv, c, data.Mount, layout.PersistentDirs(), ns.initResources(&sts.Spec.Template.Spec, c, current))
 	}
 	p.Locations = mysql.Locations(profile, layout, p.Injection == v1alpha1.InjectionConfigFile)
 	p.TempSpace = tempSpace(layout, profile)

@@ -5,7 +5,11 @@
 // the controller can skip a write when nothing changed and remove exactly what it added.
 package inject
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+)
 
 // Problem is why a ScratchVolume cannot be injected into one StatefulSet, with a message that tells
 // the user what to change.
@@ -25,3 +29,8 @@ type Note struct {
 	Reason  string
 	Message string
 }
+
+// Rechecked reports whether the problem depends on what the namespace uses, not only on the
+// objects: a ResourceQuota's room, which every pod of the namespace moves. A decision with such a
+// problem is made again on every sync instead of being remembered.
+func (p *Problem) Rechecked() bool { return p != nil && p.Reason == v1alpha1.ReasonResourceQuota }

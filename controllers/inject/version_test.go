@@ -15,7 +15,7 @@ import (
 // with admission's own message, not as a layout problem.
 func TestStoredVersionAboveTheBound(t *testing.T) {
 	sv := scratchVolume(mysqlSpec(func(m *v1alpha1.MySQLSpec) { m.Flavor, m.Version = v1alpha1.FlavorMySQL, "12345.1" }))
-	_, err := inject.NewPlan(sv, mysqlSTS())
+	_, err := inject.NewPlan(sv, mysqlSTS(), inject.Namespace{})
 	var p *inject.Problem
 	if !errors.As(err, &p) || p.Reason != v1alpha1.ReasonInvalidSpec || !strings.HasPrefix(p.Message, v1alpha1.VersionBoundsMessage) {
 		t.Fatalf("NewPlan = %v, want an %s problem saying %q", err, v1alpha1.ReasonInvalidSpec, v1alpha1.VersionBoundsMessage)
@@ -33,16 +33,16 @@ func TestEntrypointThatRemovesTmpdir(t *testing.T) {
 		sts.Spec.Template.Spec.Containers[0].Args = []string{"mysqld"}
 		return sts
 	}
-	_, err := inject.NewPlan(scratchVolume(), percona())
+	_, err := inject.NewPlan(scratchVolume(), percona(), inject.Namespace{})
 	var p *inject.Problem
 	if !errors.As(err, &p) || p.Reason != v1alpha1.ReasonEntrypointRemovesTmpdir ||
 		!strings.Contains(p.Message, "ps-entrypoint.sh") || !strings.Contains(p.Message, "spec.mysql.injection: Args") {
 		t.Errorf("NewPlan with ConfigFile = %v, want an %s problem naming the script and Args", err, v1alpha1.ReasonEntrypointRemovesTmpdir)
 	}
-	if _, err := inject.NewPlan(scratchVolume(injection(v1alpha1.InjectionArgs)), percona()); err != nil {
+	if _, err := inject.NewPlan(scratchVolume(injection(v1alpha1.InjectionArgs)), percona(), inject.Namespace{}); err != nil {
 		t.Errorf("NewPlan with Args = %v, want a plan", err)
 	}
-	if _, err := inject.NewPlan(scratchVolume(), statefulSet("percona/percona-server:8.0.36-28", dataClaim, "/var/lib/mysql")); err != nil {
+	if _, err := inject.NewPlan(scratchVolume(), statefulSet("percona/percona-server:8.0.36-28", dataClaim, "/var/lib/mysql"), inject.Namespace{}); err != nil {
 		t.Errorf("NewPlan for the image's own entrypoint = %v, want a plan", err)
 	}
 }

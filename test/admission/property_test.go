@@ -421,7 +421,7 @@ func safePlan(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) (p *inject.Pl
 			p, panicked, err = nil, fmt.Sprintf("NewPlan panicked: %v\n%s", r, debug.Stack()), nil
 		}
 	}()
-	p, err = inject.NewPlan(sv, sts)
+	p, err = inject.NewPlan(sv, sts, inject.Namespace{})
 	return p, "", err
 }
 

@@ -92,7 +92,7 @@ func (h *Host) NewPod(sts *appsv1.StatefulSet, svs ...*v1alpha1.ScratchVolume) (
 		claims:     sts.Spec.VolumeClaimTemplates,
 	}
 	for _, sv := range svs {
-		plan, err := inject.NewPlan(sv, sts)
+		plan, err := inject.NewPlan(sv, sts, inject.Namespace{})
 		if err != nil {
 			return nil, fmt.Errorf("failed to inject ScratchVolume %s into StatefulSet %s: %w", sv.Name, sts.Name, err)
 		}

@@ -93,7 +93,7 @@ func TestConfigDirMountsOnRealNode(t *testing.T) {
 	}
 	// The drop-in and its mount, as the controller renders them for a template without a volume
 	// over the include directory.
-	plain, err := inject.NewPlan(configDirScratchVolume(), configDirStatefulSet(configDirCase{}))
+	plain, err := inject.NewPlan(configDirScratchVolume(), configDirStatefulSet(configDirCase{}), inject.Namespace{})
 	if err != nil || plain.ConfigMount == nil {
 		t.Fatalf("the controller does not inject a plain MariaDB StatefulSet with a drop-in: %v", err)
 	}
@@ -103,7 +103,7 @@ func TestConfigDirMountsOnRealNode(t *testing.T) {
 	}
 	for _, tc := range configDirCases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, planErr := inject.NewPlan(configDirScratchVolume(), configDirStatefulSet(tc))
+			_, planErr := inject.NewPlan(configDirScratchVolume(), configDirStatefulSet(tc), inject.Namespace{})
 			var problem *inject.Problem
 			if planErr != nil && (!errors.As(planErr, &problem) || problem.Reason != v1alpha1.ReasonConfigDirUnusable) {
 				t.Fatalf("the controller refuses for another reason than the include directory: %v", planErr)

@@ -128,7 +128,7 @@ func injectAndCheck(ctx context.Context, t *testing.T, cfg *rest.Config, cs kube
 		t.Fatal(err)
 	}
 	sts.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse(memoryLimit)
-	plan, err := inject.NewPlan(sv, sts)
+	plan, err := inject.NewPlan(sv, sts, inject.Namespace{})
 	if err != nil {
 		t.Fatalf("inject.NewPlan: %v", err)
 	}

@@ -75,7 +75,7 @@ func TestInjectedOnce(t *testing.T) {
 	orig := statefulSet(0, 1, 100, 0)
 	f.originals[client.ObjectKeyFromObject(orig)] = *orig.Spec.Template.DeepCopy()
 	sv := selectorScratchVolume(orig.Namespace)
-	plan, err := inject.NewPlan(sv, orig)
+	plan, err := inject.NewPlan(sv, orig, inject.Namespace{})
 	if err != nil {
 		t.Fatal(err)
 	}

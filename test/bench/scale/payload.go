@@ -25,7 +25,7 @@ type writes struct {
 // reference: sv does not exist while the bare client runs, and the garbage collector would
 // otherwise delete the ConfigMaps of a missing owner in the middle of the measurement.
 func injectionWrites(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet) (writes, error) {
-	plan, err := inject.NewPlan(sv, sts)
+	plan, err := inject.NewPlan(sv, sts, inject.Namespace{})
 	if err != nil {
 		return writes{}, fmt.Errorf("failed to plan %s for StatefulSet %s/%s: %w", sv.Name, sts.Namespace, sts.Name, err)
 	}
