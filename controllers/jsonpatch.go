@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -47,6 +48,7 @@ func (r *ScratchVolumeReconciler) patchContainers(ctx context.Context, sts *apps
 // containerPatch is the JSON patch that makes the pending changes on sts.
 func containerPatch(sts *appsv1.StatefulSet, pending []inject.ContainerChange) []jsonPatchOp {
 	ops := []jsonPatchOp{{Op: "test", Path: "/metadata/resourceVersion", Value: sts.ResourceVersion}}
+	var pod podMemoryOps
 	for _, ch := range pending {
 		idx := -1
 		for i, c := range sts.Spec.Template.Spec.Containers {
@@ -79,6 +81,32 @@ func containerPatch(sts *appsv1.StatefulSet, pending []inject.ContainerChange) [
 		if ch.Limit != nil {
 			ops = append(ops, jsonPatchOp{Op: "add", Path: base + "/resources/limits/memory", Value: ch.Limit.String()})
 		}
+		pod = pod.or(ch)
+	}
+	return append(ops, pod.ops()...)
+}
+
+// podMemoryOps are the operations on the pod-level memory request and limit: every change of a
+// template carries the same values (inject.ContainerChange), written once.
+type podMemoryOps struct{ request, limit *resource.Quantity }
+
+func (p podMemoryOps) or(ch inject.ContainerChange) podMemoryOps {
+	if p.request == nil {
+		p.request = ch.PodRequest
+	}
+	if p.limit == nil {
+		p.limit = ch.PodLimit
+	}
+	return p
+}
+
+func (p podMemoryOps) ops() []jsonPatchOp {
+	var ops []jsonPatchOp
+	if p.request != nil {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/spec/template/spec/resources/requests/memory", Value: p.request.String()})
+	}
+	if p.limit != nil {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/spec/template/spec/resources/limits/memory", Value: p.limit.String()})
 	}
 	return ops
 }

@@ -92,7 +92,10 @@ const (
 	ReasonMemoryReserved      = "MemoryReserved"
 	ReasonMemoryNotAccounted  = "MemoryNotAccounted"
 	ReasonMemoryBudgetCovered = "MemoryLimitSufficient"
-	ReasonGaleraSST           = "GaleraSSTNotMoved"
+	// ReasonVolumeSmallerThanSize: the pod's memory limit is below spec.size (accounting Ignore),
+	// and the kubelet sizes a memory emptyDir to the smaller of the two.
+	ReasonVolumeSmallerThanSize = "VolumeSmallerThanSize"
+	ReasonGaleraSST             = "GaleraSSTNotMoved"
 	// ReasonNotInjected: MemoryBudget is Unknown because StatefulSets were found but none is
 	// planned for injection (each refused or held off for a reason the Injected condition gives),
 	// so there is no memory to account for.

@@ -363,7 +363,8 @@ func checkQuota(q corev1.ResourceQuota, after ContainerChange, added resource.Qu
 		if !ok {
 			hard, ok = q.Spec.Hard[name]
 		}
-		if !ok || (name == corev1.ResourceLimitsMemory && after.Limit == nil) || (name != corev1.ResourceLimitsMemory && after.Request == nil) {
+		raisesLimit, raisesRequest := after.Limit != nil || after.PodLimit != nil, after.Request != nil || after.PodRequest != nil
+		if !ok || (name == corev1.ResourceLimitsMemory && !raisesLimit) || (name != corev1.ResourceLimitsMemory && !raisesRequest) {
 			continue
 		}
 		used := q.Status.Used[name]
@@ -382,10 +383,13 @@ func checkQuota(q corev1.ResourceQuota, after ContainerChange, added resource.Qu
 	return nil
 }
 
-// podMemoryLimit is the pod's memory limit as a LimitRange of type Pod adds it up, with container
-// name's limit as after has it; false when some container sets none (the sum is then unbounded,
+// podMemoryLimit is the pod's memory limit as a LimitRange of type Pod reads it, with the reserve
+// after adds: the pod-level limit, or the containers' added up, container name's as after has it; false when some container sets none (the sum is then unbounded,
 // and the API server's own check refuses it for the original pod too).
 func podMemoryLimit(pod *corev1.PodSpec, name string, after ContainerChange) (resource.Quantity, bool) {
+	if after.PodLimit != nil {
+		return *after.PodLimit, true
+	}
 	total := resource.Quantity{}
 	for _, c := range pod.Containers {
 		lim, ok := c.Resources.Limits[corev1.ResourceMemory]
@@ -403,13 +407,17 @@ func podMemoryLimit(pod *corev1.PodSpec, name string, after ContainerChange) (re
 	return total, true
 }
 
-// reserved is container c's memory request and limit with reserve added to those it sets.
-func reserved(c *corev1.Container, reserve *resource.Quantity) ContainerChange {
+// reserved is container c's memory request and limit, and pod's, with reserve added to those
+// they set.
+func reserved(pod *corev1.PodSpec, c *corev1.Container, reserve *resource.Quantity) ContainerChange {
 	ch := ContainerChange{Container: c.Name}
 	if reserve == nil {
 		return ch
 	}
 	ch.Request, ch.Limit = plus(c.Resources.Requests, *reserve), plus(c.Resources.Limits, *reserve)
+	if pod.Resources != nil {
+		ch.PodRequest, ch.PodLimit = plus(pod.Resources.Requests, *reserve), plus(pod.Resources.Limits, *reserve)
+	}
 	return ch
 }
 

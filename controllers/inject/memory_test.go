@@ -129,7 +129,7 @@ func TestMemoryBudget(t *testing.T) {
 		sv:   scratchVolume(),
 		sts:  withSTS(mysqlSTS(), dbMemory("2Gi", "")),
 		want: memoryResult{Note: &inject.Note{Reason: v1alpha1.ReasonNoMemoryLimit,
-			Message: "container db has no memory limit, so nothing bounds tmpfs plus the database; set a limit, or spec.memory.accounting: Reserve"}},
+			Message: "neither container db nor the pod has a memory limit, so nothing bounds tmpfs plus the database; set a limit, or spec.memory.accounting: Reserve"}},
 	}, {
 		name: "bad buffer pool suffix",
 		sv:   scratchVolume(),
@@ -166,6 +166,131 @@ func TestMemoryBudget(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, memoryOf(t, tt.sv, tt.sts)); diff != "" {
 				t.Errorf("memory (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// podResources gives the pod pod-level memory (KEP-2837) and takes the database container's away.
+func podResources(request, limit string) stsOption {
+	return func(sts *appsv1.StatefulSet) {
+		sts.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+		r := &corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}
+		if request != "" {
+			r.Requests[corev1.ResourceMemory] = resource.MustParse(request)
+		}
+		if limit != "" {
+			r.Limits[corev1.ResourceMemory] = resource.MustParse(limit)
+		}
+		sts.Spec.Template.Spec.Resources = r
+	}
+}
+
+// TestMemoryBudgetPodLevel checks the memory rules on pods with pod-level resources: the pod's
+// limit bounds the volume and the database together, less what the other running containers may
+// take, whichever of it and the container's own limit binds first.
+func TestMemoryBudgetPodLevel(t *testing.T) {
+	need := "2816Mi (512Mi scratch volume + 1Gi innodb_buffer_pool_size + 1Gi temptable_max_ram (the server's default) + 256Mi headroom)"
+	sidecarLimit := func(s *appsv1.StatefulSet) {
+		s.Spec.Template.Spec.Containers[1].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}
+	}
+	nativeSidecar := func(s *appsv1.StatefulSet) {
+		always := corev1.ContainerRestartPolicyAlways
+		s.Spec.Template.Spec.InitContainers = append(s.Spec.Template.Spec.InitContainers, corev1.Container{
+			Name: "proxy", Image: "proxy:1", RestartPolicy: &always,
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("300Mi")}}})
+	}
+	tests := []struct {
+		name string
+		sv   *v1alpha1.ScratchVolume
+		sts  *appsv1.StatefulSet
+		want memoryResult
+	}{{
+		name: "the pod's limit covers it",
+		sv:   scratchVolume(),
+		sts:  withSTS(mysqlSTS(), podResources("3Gi", "3Gi")),
+		want: memoryResult{Note: &inject.Note{Reason: v1alpha1.ReasonMemoryBudgetCovered,
+			Message: "the pod's 3Gi memory limit leaves container db 3Gi beside metrics (no memory set: counted as nothing), which covers " + need}},
+	}, {
+		name: "the pod's limit is short",
+		sv:   scratchVolume(),
+		sts:  withSTS(mysqlSTS(), podResources("1Gi", "1Gi")),
+		want: memoryResult{Problem: &inject.Problem{Reason: v1alpha1.ReasonMemoryBudget,
+			Message: "the pod's 1Gi memory limit leaves container db 1Gi beside metrics (no memory set: counted as nothing), but it needs at least " + need + ": raise the pod's limit by 1792Mi, lower spec.size, or set spec.memory.accounting: Reserve"}},
+	}, {
+		name: "a sidecar's limit comes off the pod's",
+		sv:   scratchVolume(),
+		sts:  withSTS(mysqlSTS(), podResources("3Gi", "3Gi"), sidecarLimit),
+		want: memoryResult{Problem: &inject.Problem{Reason: v1alpha1.ReasonMemoryBudget,
+			Message: "the pod's 3Gi memory limit leaves container db 2560Mi beside metrics (limit 512Mi), but it needs at least " + need + ": raise the pod's limit by 256Mi, lower spec.size, or set spec.memory.accounting: Reserve"}},
+	}, {
+		name: "a native sidecar's request comes off the pod's",
+		sv:   scratchVolume(),
+		sts:  withSTS(mysqlSTS(), podResources("3Gi", "3Gi"), nativeSidecar),
+		want: memoryResult{Problem: &inject.Problem{Reason: v1alpha1.ReasonMemoryBudget,
+			Message: "the pod's 3Gi memory limit leaves container db 2772Mi beside proxy (request 300Mi), metrics (no memory set: counted as nothing), but it needs at least " + need + ": raise the pod's limit by 44Mi, lower spec.size, or set spec.memory.accounting: Reserve"}},
+	}, {
+		name: "the container's limit binds first",
+		sv:   scratchVolume(),
+		sts: withSTS(mysqlSTS(), podResources("8Gi", "8Gi"), func(s *appsv1.StatefulSet) {
+			s.Spec.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}
+		}),
+		want: memoryResult{Problem: &inject.Problem{Reason: v1alpha1.ReasonMemoryBudget,
+			Message: "container db has a 2Gi memory limit but needs at least " + need + ": raise the limit by 768Mi, lower spec.size, or set spec.memory.accounting: Reserve"}},
+	}, {
+		name: "Reserve in the pod's resources",
+		sv:   scratchVolume(accounting(v1alpha1.MemoryReserve)),
+		sts:  withSTS(mysqlSTS(), podResources("1Gi", "1Gi")),
+		want: memoryResult{Reserve: "512Mi", Note: &inject.Note{Reason: v1alpha1.ReasonMemoryReserved,
+			Message: "512Mi added to the memory request and limit of the pod (container db sets none of its own)"}},
+	}, {
+		name: "Reserve in both",
+		sv:   scratchVolume(accounting(v1alpha1.MemoryReserve)),
+		sts: withSTS(mysqlSTS(), podResources("4Gi", "4Gi"), func(s *appsv1.StatefulSet) {
+			s.Spec.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("3Gi")}
+		}),
+		want: memoryResult{Reserve: "512Mi", Note: &inject.Note{Reason: v1alpha1.ReasonMemoryReserved,
+			Message: "512Mi added to the memory request and limit of container db and of the pod"}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, memoryOf(t, tt.sv, tt.sts)); diff != "" {
+				t.Errorf("memory (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestVolumeSmallerThanSize checks the note on a volume the kubelet sizes to the pod's memory
+// limit, below spec.size, with the limit read as the kubelet reads it.
+func TestVolumeSmallerThanSize(t *testing.T) {
+	allLimits := func(s *appsv1.StatefulSet) {
+		pod := &s.Spec.Template.Spec
+		pod.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}
+		pod.Containers[1].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+		pod.InitContainers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Mi")}
+	}
+	tests := []struct {
+		name string
+		sts  *appsv1.StatefulSet
+		want string // "" for no note
+	}{
+		{"pod-level limit", withSTS(mysqlSTS(), podResources("256Mi", "256Mi")), "the kubelet sizes the RAM volume to the pod's 256Mi memory limit, smaller than spec.size 512Mi: the database can write at most 256Mi there"},
+		{"every container's limit", withSTS(mysqlSTS(), allLimits), "the kubelet sizes the RAM volume to the pod's 320Mi memory limit, smaller than spec.size 512Mi: the database can write at most 320Mi there"},
+		{"a container without a limit", mysqlSTS(), ""},
+		{"a pod-level limit above the size", withSTS(mysqlSTS(), podResources("1Gi", "1Gi")), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := plan(t, scratchVolume(accounting(v1alpha1.MemoryIgnore)), tt.sts)
+			got := ""
+			for _, n := range p.Notes {
+				if n.Reason == v1alpha1.ReasonVolumeSmallerThanSize {
+					got = n.Message
+				}
+			}
+			if got != tt.want {
+				t.Errorf("note = %q, want %q", got, tt.want)
 			}
 		})
 	}

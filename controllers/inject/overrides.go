@@ -38,6 +38,10 @@ type override struct {
 	// Request and Limit are the values that resulted, to tell our value from a later edit.
 	Request string `json:"request,omitempty"`
 	Limit   string `json:"limit,omitempty"`
+	// PodRequest and PodLimit are the pod-level memory request and limit that resulted, where the
+	// pod sets them: a reserve goes there too, which must hold the containers'.
+	PodRequest string `json:"podRequest,omitempty"`
+	PodLimit   string `json:"podLimit,omitempty"`
 }
 
 // ContainerChange is the args, environment and memory a container must end up with.
@@ -47,6 +51,9 @@ type ContainerChange struct {
 	Env       []corev1.EnvVar
 	// Request and Limit are the memory request and limit; nil when the user set none.
 	Request, Limit *resource.Quantity
+	// PodRequest and PodLimit are the pod-level memory request and limit the pod must end up
+	// with, the same in every change of a template; nil when the user set none.
+	PodRequest, PodLimit *resource.Quantity
 }
 
 // readOverrides decodes the state annotations of a template, by ScratchVolume name.
@@ -96,6 +103,38 @@ func undoOverrides(tmpl *corev1.PodTemplateSpec) {
 		}
 		undoMemory(c, mine)
 	}
+	undoPodMemory(&tmpl.Spec, overrides)
+}
+
+// undoPodMemory removes every recorded reserve from the pod-level memory request and limit, where
+// those still hold the values recorded.
+func undoPodMemory(pod *corev1.PodSpec, overrides map[string]override) {
+	if pod.Resources == nil || len(overrides) == 0 {
+		return
+	}
+	added := resource.Quantity{}
+	var rec override
+	for _, name := range sortedKeys(overrides) {
+		o := overrides[name]
+		if q, err := resource.ParseQuantity(o.Memory); err == nil {
+			added.Add(q)
+			rec = o
+		}
+	}
+	if added.IsZero() {
+		return
+	}
+	undo := func(list corev1.ResourceList, recorded string) {
+		cur, ok := list[corev1.ResourceMemory]
+		want, err := resource.ParseQuantity(recorded)
+		if !ok || err != nil || cur.Cmp(want) != 0 {
+			return
+		}
+		cur.Sub(added)
+		list[corev1.ResourceMemory] = cur
+	}
+	undo(pod.Resources.Requests, rec.PodRequest)
+	undo(pod.Resources.Limits, rec.PodLimit)
 }
 
 // removeFlags removes, for each flag from the last, its last occurrence: our flags were appended.
@@ -156,6 +195,7 @@ func Overrides(user, live *corev1.PodTemplateSpec, plans []*Plan, kept []string)
 	}
 	var changes []ContainerChange
 	states := map[string]string{}
+	podRequest, podLimit := podMemory(&user.Spec, byContainer)
 	for _, name := range sortedKeys(byContainer) {
 		base := containerNamed(&user.Spec, name)
 		if base == nil {
@@ -177,9 +217,11 @@ func Overrides(user, live *corev1.PodTemplateSpec, plans []*Plan, kept []string)
 			}
 		}
 		ch.Request, ch.Limit = plus(base.Resources.Requests, added), plus(base.Resources.Limits, added)
+		ch.PodRequest, ch.PodLimit = podRequest, podLimit
 		for i, c := range contribs {
 			o := records[i]
 			o.Container, o.Args, o.Request, o.Limit = name, c.args, str(ch.Request), str(ch.Limit)
+			o.PodRequest, o.PodLimit = str(podRequest), str(podLimit)
 			if c.memory != nil {
 				o.Memory = c.memory.String()
 			}
@@ -189,6 +231,23 @@ func Overrides(user, live *corev1.PodTemplateSpec, plans []*Plan, kept []string)
 		changes = append(changes, ch)
 	}
 	return changes, states
+}
+
+// podMemory is the pod-level memory request and limit of the template its owner wrote (pod) with
+// every contribution's memory added; nil where the pod sets none.
+func podMemory(pod *corev1.PodSpec, byContainer map[string][]contribution) (request, limit *resource.Quantity) {
+	if pod.Resources == nil {
+		return nil, nil
+	}
+	added := resource.Quantity{}
+	for _, contribs := range byContainer {
+		for _, c := range contribs {
+			if c.memory != nil {
+				added.Add(*c.memory)
+			}
+		}
+	}
+	return plus(pod.Resources.Requests, added), plus(pod.Resources.Limits, added)
 }
 
 // contribution is what one ScratchVolume adds to one container.
@@ -225,6 +284,11 @@ func Pending(live *corev1.PodTemplateSpec, changes []ContainerChange, user *core
 		if u := containerNamed(&user.Spec, name); u != nil {
 			want[name] = ContainerChange{Container: name, Args: u.Args, Env: u.Env,
 				Request: quantityOf(u.Resources.Requests), Limit: quantityOf(u.Resources.Limits)}
+			if user.Spec.Resources != nil {
+				ch := want[name]
+				ch.PodRequest, ch.PodLimit = quantityOf(user.Spec.Resources.Requests), quantityOf(user.Spec.Resources.Limits)
+				want[name] = ch
+			}
 		}
 	}
 	var out []ContainerChange
@@ -236,11 +300,20 @@ func Pending(live *corev1.PodTemplateSpec, changes []ContainerChange, user *core
 		}
 		if !equality.Semantic.DeepEqual(c.Args, ch.Args) || !equality.Semantic.DeepEqual(c.Env, ch.Env) ||
 			!sameQuantity(quantityOf(c.Resources.Requests), ch.Request) ||
-			!sameQuantity(quantityOf(c.Resources.Limits), ch.Limit) {
+			!sameQuantity(quantityOf(c.Resources.Limits), ch.Limit) || !podMemoryIs(&live.Spec, ch) {
 			out = append(out, ch)
 		}
 	}
 	return out
+}
+
+// podMemoryIs reports whether pod's pod-level memory is what ch asks for.
+func podMemoryIs(pod *corev1.PodSpec, ch ContainerChange) bool {
+	var req, lim *resource.Quantity
+	if pod.Resources != nil {
+		req, lim = quantityOf(pod.Resources.Requests), quantityOf(pod.Resources.Limits)
+	}
+	return sameQuantity(req, ch.PodRequest) && sameQuantity(lim, ch.PodLimit)
 }
 
 // readContainers lists the containers named in the template's state annotations.

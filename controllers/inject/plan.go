@@ -97,15 +97,15 @@ func NewPlan(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, ns Namespace) 
 	if err := checkCollisions(pod, c, p.Volume.Name, p.Mount.MountPath); err != nil {
 		return nil, err
 	}
-	reserve, memNote, err := memoryBudget(sv, c)
+	reserve, memNotes, err := memoryBudget(sv, pod, c)
 	if err != nil {
 		return nil, err
 	}
-	if err := ns.checkReserve(pod, c, reserved(c, reserve), newlyReserved(sv, sts, reserve), replicas(sts)); err != nil {
+	if err := ns.checkReserve(pod, c, reserved(pod, c, reserve), newlyReserved(sv, sts, reserve), replicas(sts)); err != nil {
 		return nil, err
 	}
 	p.Reserve = reserve
-	p.Notes = append(p.Notes, memNote)
+	p.Notes = append(p.Notes, memNotes...)
 	if sv.Spec.Purpose == v1alpha1.PurposeMySQLTmpdir {
 		if err := p.planMySQL(sv, &user, c, ns, initContainerOf(sv, sts)); err != nil {
 			return nil, err

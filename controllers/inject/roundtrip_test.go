@@ -204,6 +204,68 @@ func TestReserveWithoutMemoryValues(t *testing.T) {
 	}
 }
 
+// TestReserveInPodResources: on a pod with pod-level resources, Reserve raises the pod's memory
+// request and limit by exactly spec.size, with the container's where it sets them (the API server
+// refuses a container limit above the pod's); revert takes exactly that back, and a replan of
+// the injected template asks for nothing more.
+func TestReserveInPodResources(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sts       *appsv1.StatefulSet
+		container bool
+	}{
+		{"pod only", withSTS(mysqlSTS(), podResources("1Gi", "2Gi")), false},
+		{"pod and container", withSTS(mysqlSTS(), podResources("3Gi", "4Gi"), func(s *appsv1.StatefulSet) {
+			s.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("3Gi")},
+			}
+		}), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sv := scratchVolume(accounting(v1alpha1.MemoryReserve))
+			p := plan(t, sv, tc.sts)
+			user := tc.sts.Spec.Template
+			inj := inject.Inject(user, []*inject.Plan{p})
+			for _, m := range []struct {
+				name       string
+				was, now   corev1.ResourceList
+				wantRaised bool
+			}{
+				{"pod request", user.Spec.Resources.Requests, inj.Spec.Resources.Requests, true},
+				{"pod limit", user.Spec.Resources.Limits, inj.Spec.Resources.Limits, true},
+				{"container request", containerIn(&user, dbContainer).Resources.Requests, containerIn(&inj, dbContainer).Resources.Requests, tc.container},
+				{"container limit", containerIn(&user, dbContainer).Resources.Limits, containerIn(&inj, dbContainer).Resources.Limits, tc.container},
+			} {
+				was, had := m.was[corev1.ResourceMemory]
+				now, has := m.now[corev1.ResourceMemory]
+				if had != has {
+					t.Errorf("%s: set %v before, %v after", m.name, had, has)
+					continue
+				}
+				want := was.DeepCopy()
+				if m.wantRaised {
+					want.Add(sv.Spec.Size)
+				}
+				if has && now.Cmp(want) != 0 {
+					t.Errorf("%s = %s, want %s", m.name, now.String(), want.String())
+				}
+			}
+			if back := inject.Strip(inj); !equality.Semantic.DeepEqual(back, user) {
+				t.Errorf("Strip differs (-user +stripped):\n%s", cmp.Diff(user, back, quantityEqual))
+			}
+			injSTS := tc.sts.DeepCopy()
+			injSTS.Spec.Template = inj
+			again := plan(t, sv, injSTS)
+			stripped := inject.Strip(inj)
+			changes, _ := inject.Overrides(&stripped, &inj, []*inject.Plan{again}, nil)
+			if pending := inject.Pending(&inj, changes, &stripped); len(pending) != 0 {
+				t.Errorf("a replan of the injected template still has changes pending: %+v", pending)
+			}
+		})
+	}
+}
+
 // TestReserveLaterEditIsKept: a memory limit someone changed after the injection is theirs; revert
 // leaves it as it is rather than subtracting our share from their value.
 func TestReserveLaterEditIsKept(t *testing.T) {

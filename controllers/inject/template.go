@@ -30,6 +30,10 @@ func Inject(tmpl corev1.PodTemplateSpec, plans []*Plan) corev1.PodTemplateSpec {
 		c.Args, c.Env = ch.Args, ch.Env
 		setMemory(c.Resources.Requests, ch.Request)
 		setMemory(c.Resources.Limits, ch.Limit)
+		if out.Spec.Resources != nil {
+			setMemory(out.Spec.Resources.Requests, ch.PodRequest)
+			setMemory(out.Spec.Resources.Limits, ch.PodLimit)
+		}
 	}
 	return out
 }
