@@ -38,7 +38,7 @@ func TestPublishedOrdersReplayFromTheirSeeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"mariadb-tmpdir.json", "mysql-9.7-tmpdir.json", "mariadb-cloudvolume.json",
-		"mysql-9.7-large-pages-temp.json", "mysql-9.7-large-pages.json", "mariadb-11.8-large-pages.json"} {
+		"mysql-9.7-large-pages-temp.json", "mysql-9.7-large-pages.json", "mariadb-11.8-large-pages.json", "mariadb-cloudvolume-large-pages.json"} {
 		r, err := readResults(filepath.Join(root, "docs", "benchmarks", name))
 		if err != nil {
 			t.Fatal(err)
