@@ -37,6 +37,8 @@ func CacheOptions(namespaces []string) cache.Options {
 			&v1alpha1.ScratchVolume{}: {Transform: fleetcache.ShareTargetStatuses},
 			// Only the node agents' reports on the pods' RAM volumes, one profile per node.
 			&v1alpha1.NodeIOProfile{}: {Transform: fleetcache.TrimProfile},
+			// Only the StatefulSet controller's refused pod creations (refusedCreations).
+			&corev1.Event{}: {Field: failedCreates()},
 		},
 	}
 	if len(namespaces) > 0 {

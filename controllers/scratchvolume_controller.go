@@ -238,6 +238,7 @@ func (r *ScratchVolumeReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		}).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&corev1.LimitRange{}, handler.EnqueueRequestsFromMapFunc(r.scratchVolumesInNamespace)).
+		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(r.scratchVolumesForEvent)).
 		Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(r.scratchVolumesInNamespace),
 			builder.WithPredicates(quotaChanged())).
 		Watches(&v1alpha1.NodeIOProfile{}, handler.EnqueueRequestsFromMapFunc(r.scratchVolumesForProfile),

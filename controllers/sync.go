@@ -173,7 +173,8 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 		return nil, err
 	}
 	key := client.ObjectKeyFromObject(sts)
-	if outcomes, ok := r.decisions.Reuse(key, fleetcache.InputsOf(sts, svs, view.stamp), svs); ok {
+	refused := r.refusedCreations(ctx, sts, svs)
+	if outcomes, ok := r.decisions.Reuse(key, fleetcache.InputsOf(sts, svs, view.stamp), svs); ok && len(refused) == 0 {
 		return r.settle(ctx, sts, svs, outcomes)
 	}
 	// The whole object is this sync's own: the write below works on it and updates it from the
@@ -187,9 +188,9 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 		return nil, fmt.Errorf("failed to get StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 	}
 	targetsPlanned.WithLabelValues(sts.Namespace).Inc()
-	tp := decide.PlanTarget(svs, live, view.rules, r.gate(ctx))
+	tp := decide.PlanTarget(svs, live, view.rules, r.gate(ctx, refused))
 	if tp.Settled() {
-		if tp.Waiting() || tp.Rechecked() {
+		if tp.Waiting() || tp.Rechecked() || tp.Refused() {
 			r.decisions.Forget(key)
 		} else {
 			r.decisions.Remember(key, fleetcache.InputsOf(live, svs, view.stamp), tp.Outcomes)
@@ -197,7 +198,11 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 		return r.settle(ctx, live, svs, fleetcache.SettledOutcomes(tp.Outcomes))
 	}
 	r.decisions.Forget(key)
-	return r.writePlan(ctx, sts, live, svs, view, tp, events, slots)
+	out, err := r.writePlan(ctx, sts, live, svs, view, tp, events, slots)
+	if err == nil {
+		r.warnRefused(sts, tp)
+	}
+	return out, err
 }
 
 // writePlan writes tp, which live (the whole object sts, the cache's, stands for) does not carry
@@ -226,7 +231,7 @@ func (r *ScratchVolumeReconciler) writePlan(ctx context.Context, sts, live *apps
 	// before the next decision, and the object that decision is made from, so that the syncs
 	// the write brings (its own watch event, the StatefulSet controller's status) need no read.
 	r.written.Record(key, live.Generation)
-	if after := decide.PlanTarget(svs, live, view.rules, r.gate(ctx)); after.Settled() && !after.Waiting() && !after.Rechecked() {
+	if after := decide.PlanTarget(svs, live, view.rules, r.gate(ctx, nil)); after.Settled() && !after.Waiting() && !after.Rechecked() && !after.Refused() {
 		r.decisions.Remember(key, fleetcache.InputsOf(live, svs, view.stamp), after.Outcomes)
 	}
 	g := r.guards.Update(key, svs, func(g decide.Guard) decide.Guard { return rule.AfterWrite(g, now, !restored.Empty()) })
@@ -241,10 +246,10 @@ func (r *ScratchVolumeReconciler) writePlan(ctx context.Context, sts, live *apps
 
 // gate is what holds back the changes nobody wrote, as of now: the manager's version and default
 // maintenance windows, and the drop-in ConfigMaps as the cache has them, to say what a change
-// would do to them.
-func (r *ScratchVolumeReconciler) gate(ctx context.Context) decide.Gate {
+// would do to them; and the refused pod creations found on the StatefulSet.
+func (r *ScratchVolumeReconciler) gate(ctx context.Context, refused map[string]decide.Refusal) decide.Gate {
 	return decide.Gate{
-		Now: time.Now(), Version: r.version(), Windows: r.MaintenanceWindows,
+		Now: time.Now(), Version: r.version(), Windows: r.MaintenanceWindows, Refused: refused,
 		DropIn: func(sv *v1alpha1.ScratchVolume, sts string) map[string]string {
 			cm := &corev1.ConfigMap{}
 			if err := r.Get(ctx, client.ObjectKey{Namespace: sv.Namespace, Name: sv.ConfigMapName(sts)}, cm, client.UnsafeDisableDeepCopy); err != nil {
@@ -252,6 +257,15 @@ func (r *ScratchVolumeReconciler) gate(ctx context.Context) decide.Gate {
 			}
 			return cm.Data
 		},
+	}
+}
+
+// warnRefused records the Warning of each refusal found now, once its revert is written.
+func (r *ScratchVolumeReconciler) warnRefused(sts *appsv1.StatefulSet, tp decide.TargetPlan) {
+	for _, o := range tp.Outcomes {
+		if o.Refusal != nil && tp.Fresh(o) {
+			r.warn(o.SV, sts, decide.PodsRefused(o.Refusal))
+		}
 	}
 }
 

@@ -82,6 +82,13 @@ const (
 	// ResourceQuota of the namespace has left for the pods the rollout replaces; the message names
 	// the quota, what it allows, what is in use and what is missing. Nothing is written.
 	ReasonResourceQuota = "ResourceQuotaExceeded"
+	// ReasonPodsRefused: the API server refused to create the pods of the revision that carried
+	// the injection (admission control: a webhook, a ValidatingAdmissionPolicy, a quota or a
+	// LimitRange); the message quotes it. The controller put the StatefulSet back at once, so its
+	// controller recreates the pods from the template that worked, and does not inject again until
+	// the ScratchVolume's spec, the StatefulSet's pod template or the namespace's LimitRanges and
+	// ResourceQuotas change.
+	ReasonPodsRefused = "PodCreationRefused"
 )
 
 // Reasons of a ScratchVolume's notes: what the user should know about an injection that still

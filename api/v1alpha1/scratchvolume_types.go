@@ -759,6 +759,44 @@ type ScratchTargetStatus struct {
 	// +listType=map
 	// +listMapKey=pod
 	LargePages []PodLargePages `json:"largePages,omitempty"`
+
+	// Refused is set when the API server refused to create the pods of the revision that carried
+	// the injection (a FailedCreate of the StatefulSet controller): the controller put the
+	// StatefulSet back to the template that worked and does not inject again until the
+	// ScratchVolume's spec, the StatefulSet's pod template or the namespace's LimitRanges and
+	// ResourceQuotas change.
+	//
+	// +optional
+	Refused *RolloutRefusal `json:"refused,omitempty"`
+}
+
+// RolloutRefusal is a rollout of the injection whose pods the API server refused to create.
+type RolloutRefusal struct {
+	// Message is the API server's answer, as the StatefulSet controller reported it.
+	//
+	// +required
+	Message string `json:"message"`
+
+	// Time is when the controller found the refusal and put the StatefulSet back.
+	//
+	// +required
+	Time metav1.Time `json:"time"`
+
+	// Generation is the ScratchVolume's metadata.generation the refused injection was made for.
+	//
+	// +required
+	Generation int64 `json:"generation"`
+
+	// TemplateHash is the hash of the StatefulSet's pod template, without the controller's
+	// entries, that the refused injection was made on.
+	//
+	// +optional
+	TemplateHash string `json:"templateHash,omitempty"`
+
+	// Rules is a hash of the namespace's LimitRanges and ResourceQuota limits at the time.
+	//
+	// +optional
+	Rules string `json:"rules,omitempty"`
 }
 
 // PodLargePages is what one pod's RAM volume runs with.

@@ -49,6 +49,9 @@ func (rep *Report) conditions() []metav1.Condition {
 	if rep.pacing != nil && rep.pacing.Stopped != "" {
 		rollout = append([]finding{{rep.pacing.Stopped, v1alpha1.ReasonRolloutStopped, rep.pacing.stoppedMessage()}}, rollout...)
 	}
+	if rep.pacing != nil && rep.pacing.Refused != "" {
+		rollout = append([]finding{{rep.pacing.Refused, v1alpha1.ReasonRolloutStopped, rep.pacing.refusedMessage()}}, rollout...)
+	}
 	rolled := c(v1alpha1.ConditionRolledOut, len(rollout) == 0 && injected.Status == metav1.ConditionTrue, v1alpha1.ReasonRolledOut,
 		"every pod runs the injected template")
 	if len(rollout) > 0 {

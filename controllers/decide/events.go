@@ -39,6 +39,9 @@ const (
 	// EventScratchVolumeFull: a node agent found a pod's RAM volume full; recorded once per time
 	// it filled up.
 	EventScratchVolumeFull = "ScratchVolumeFull"
+	// EventPodsRefused: the API server refused to create the pods of the revision that carried the
+	// injection, and the controller put the StatefulSet back; recorded once per refusal.
+	EventPodsRefused = "PodCreationRefused"
 
 	// ActionInject, ActionRevert, ActionCheck and ActionHold are the Events' actions.
 	ActionInject = "Inject"
@@ -135,6 +138,11 @@ func NewProblems(last, next *v1alpha1.ScratchVolumeStatus) []Warning {
 		out = append(out, Warning{reason, ActionCheck, cur.Message})
 	}
 	return out
+}
+
+// PodsRefused is the Warning of a refused pod creation, quoting the API server.
+func PodsRefused(rec *v1alpha1.RolloutRefusal) Warning {
+	return Warning{EventPodsRefused, ActionRevert, RefusalMessage(rec)}
 }
 
 // FightBegan is the Warning of a fight with another writer over sts, recorded once for each

@@ -40,6 +40,9 @@ type Pacing struct {
 	// Stopped names the target in flight past the deadline, "" when none: then nothing more is
 	// started.
 	Stopped string
+	// Refused names a target whose pods the API server refused to create under the current spec,
+	// "" when none: then nothing more is started either.
+	Refused string
 }
 
 // Pace is the pacing of a reconcile of sv over targets, as the cache has them, at now. written
@@ -62,6 +65,9 @@ func Pace(sv *v1alpha1.ScratchVolume, targets []*appsv1.StatefulSet, written fun
 	last := map[string]*metav1.Time{}
 	for _, t := range sv.Status.Targets {
 		last[t.Name] = t.InFlightSince
+		if p.Limit > 0 && p.Refused == "" && t.Refused != nil && t.Refused.Generation == sv.Generation {
+			p.Refused = t.Name
+		}
 	}
 	var oldest time.Time
 	for _, sts := range targets {
@@ -114,7 +120,7 @@ func InFlight(sts *appsv1.StatefulSet) bool {
 // Budget is how many more targets may begin rolling out now; -1 when there is no limit.
 func (p Pacing) Budget() int {
 	switch {
-	case p.Stopped != "":
+	case p.Stopped != "" || p.Refused != "":
 		return 0
 	case p.Limit == 0:
 		return -1
@@ -124,10 +130,19 @@ func (p Pacing) Budget() int {
 
 // Queued is the note of a target whose change waits for the targets in flight.
 func (p Pacing) Queued() string {
+	if p.Refused != "" {
+		return fmt.Sprintf("the change waits: the rollout stopped at StatefulSet %s, whose new pods the API server refused to create", p.Refused)
+	}
 	if p.Stopped != "" {
 		return fmt.Sprintf("the change waits: the rollout stopped at StatefulSet %s, in flight for longer than %s", p.Stopped, p.Deadline)
 	}
 	return fmt.Sprintf("the change waits for a rollout slot: %d of at most %d StatefulSet(s) in flight (spec.rollout.maxInFlight)", len(p.Since), p.Limit)
+}
+
+// refusedMessage says why the rollout stopped at a refused target and what to do.
+func (p Pacing) refusedMessage() string {
+	return fmt.Sprintf("rollout stopped: the API server refused to create the new pods of StatefulSet %s (see its target's message); no further StatefulSet is changed until the ScratchVolume's spec changes",
+		p.Refused)
 }
 
 // stoppedMessage says why the rollout stopped and what to do.

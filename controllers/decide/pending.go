@@ -34,6 +34,8 @@ type Gate struct {
 	// DropIn returns the data of the drop-in ConfigMap a ScratchVolume has for a StatefulSet, nil
 	// when there is none; nil itself when there is no way to read it.
 	DropIn func(sv *v1alpha1.ScratchVolume, sts string) map[string]string
+	// Refused are the refusals of pod creation found on the StatefulSet now, by ScratchVolume.
+	Refused map[string]Refusal
 }
 
 // Waiting is a change held back by the gate: the plan it would write, and the status that reports it.

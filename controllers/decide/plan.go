@@ -49,6 +49,9 @@ type Outcome struct {
 	// Queued is set, with Plan nil, when the change waits for the targets in flight (Pacing): it
 	// says why.
 	Queued string
+	// Refusal is set, with Problem, when the API server refused to create the pods of the
+	// revision that carried the injection: the injection is taken back (refuse).
+	Refusal *v1alpha1.RolloutRefusal
 }
 
 // TargetPlan is what a sync decides for one StatefulSet from the ScratchVolumes that select it:
@@ -65,6 +68,8 @@ type TargetPlan struct {
 	// changes and user are what Pending is computed from, for PendingAfter.
 	changes []inject.ContainerChange
 	user    *corev1.PodTemplateSpec
+	// fresh are the refusals this sync found (Gate.Refused).
+	fresh map[string]Refusal
 }
 
 // PlanTarget decides, reading nothing but its arguments: svs are the live ScratchVolumes that
@@ -72,6 +77,7 @@ type TargetPlan struct {
 // of its namespace, and g holds back the changes nobody wrote.
 func PlanTarget(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, ns inject.Namespace, g Gate) TargetPlan {
 	outcomes := decideAll(svs, sts, ns)
+	refuse(outcomes, sts, ns, g.Refused)
 	gate(outcomes, sts, g)
 	plans, kept := WinningPlans(outcomes), keptNames(outcomes)
 	user := inject.Strip(sts.Spec.Template)
@@ -85,7 +91,7 @@ func PlanTarget(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, ns injec
 		Desired:  desired.WithAnnotations(states),
 		Observed: inject.Observed(&sts.Spec.Template),
 		Pending:  inject.Pending(&sts.Spec.Template, changes, &user),
-		changes:  changes, user: &user,
+		changes:  changes, user: &user, fresh: g.Refused,
 	}
 	tp.Force = force(sts, tp.Desired, tp.Observed)
 	return tp
@@ -122,6 +128,23 @@ func (tp TargetPlan) Rechecked() bool {
 		}
 	}
 	return false
+}
+
+// Refused reports whether an outcome's injection was refused (Outcome.Refusal): its record is
+// the status's, not a remembered decision's.
+func (tp TargetPlan) Refused() bool {
+	for _, o := range tp.Outcomes {
+		if o.Refusal != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Fresh reports whether o's refusal was found by this sync, not read from the status.
+func (tp TargetPlan) Fresh(o *Outcome) bool {
+	_, ok := tp.fresh[o.SV.Name]
+	return ok && o.Refusal != nil
 }
 
 // Removing reports whether a write of the plan takes a ScratchVolume's entries away: the JSON

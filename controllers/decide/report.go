@@ -115,6 +115,7 @@ func (rep *Report) Add(sts *appsv1.StatefulSet, o *Outcome) (blocked string) {
 	}
 	if o != nil {
 		rep.guarded(o.Guard, &ts)
+		ts.Refused = o.Refusal
 	}
 	if rep.pacing != nil {
 		if since, ok := rep.pacing.Since[sts.Name]; ok {

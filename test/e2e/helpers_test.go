@@ -94,7 +94,12 @@ func writeStatefulSet(t *testing.T, name string, sts *appsv1.StatefulSet) string
 // the suite, and a failed test's objects are worth keeping until then.
 func (s *suite) namespace(t *testing.T) string {
 	t.Helper()
-	name := strings.ToLower(strings.TrimPrefix(t.Name(), "Test"))
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(strings.TrimPrefix(t.Name(), "Test")))
 	if len(name) > 40 {
 		name = name[:40]
 	}

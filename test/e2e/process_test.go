@@ -333,7 +333,7 @@ func (l *logScanner) scan() []string {
 	for _, path := range l.files {
 		lines, end := readLines(path, l.offsets[path])
 		for _, ln := range lines {
-			if !strings.Contains(strings.ToLower(ln.text), "forbidden") || l.excused(path, ln.offset) {
+			if !strings.Contains(strings.ToLower(ln.text), "forbidden") || quotesAnotherRefusal(ln.text) || l.excused(path, ln.offset) {
 				continue
 			}
 			found = append(found, filepath.Base(path)+": "+summarize(ln.text))
@@ -341,6 +341,12 @@ func (l *logScanner) scan() []string {
 		l.offsets[path] = end
 	}
 	return found
+}
+
+// quotesAnotherRefusal reports whether a log line is the manager's report of pods the API server
+// refused to create for the StatefulSet controller: it quotes that refusal, not one of its own.
+func quotesAnotherRefusal(line string) bool {
+	return strings.Contains(line, "Found the pods of a StatefulSet's injected revision refused")
 }
 
 func (l *logScanner) excused(path string, offset int64) bool {
