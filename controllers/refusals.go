@@ -7,12 +7,14 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -29,6 +31,20 @@ const failedCreate = "FailedCreate"
 // failedCreates selects the Events the cache keeps: the StatefulSet controller's refused creations.
 func failedCreates() fields.Selector {
 	return fields.SelectorFromSet(fields.Set{"reason": failedCreate, "involvedObject.kind": "StatefulSet"})
+}
+
+// DefaultMissingPodsGrace is how long a pod of a rolling StatefulSet that carries an injection may
+// stay missing, with no FailedCreate Event to say why, before the controller takes the rollout for
+// refused: the StatefulSet controller creates a deleted pod's successor within milliseconds, and
+// reports every refusal, but Events are best effort (an API server under load, or an Event
+// aggregated away, loses them).
+const DefaultMissingPodsGrace = 20 * time.Second
+
+func (r *ScratchVolumeReconciler) missingGrace() time.Duration {
+	if r.MissingPodsGrace > 0 {
+		return r.MissingPodsGrace
+	}
+	return DefaultMissingPodsGrace
 }
 
 // refusalSlack is how long before a target was first found in flight a FailedCreate still counts
@@ -59,6 +75,9 @@ func (r *ScratchVolumeReconciler) refusedCreations(ctx context.Context, sts *app
 		}
 		msg, at := newestAfter(events, since)
 		if msg == "" {
+			msg, at = r.missingTooLong(sts)
+		}
+		if msg == "" {
 			continue
 		}
 		if out == nil {
@@ -69,6 +88,43 @@ func (r *ScratchVolumeReconciler) refusedCreations(ctx context.Context, sts *app
 			"scratchVolume", sv.Name, "eventTime", at, "message", msg)
 	}
 	return out
+}
+
+// missingTooLong says, when sts has been missing pods for the grace or longer since the
+// controller first saw it so, what is missing; "" otherwise. The first sighting is remembered
+// until sts has all its pods again (forgetGap).
+func (r *ScratchVolumeReconciler) missingTooLong(sts *appsv1.StatefulSet) (string, time.Time) {
+	key := client.ObjectKeyFromObject(sts)
+	first, _ := r.gaps.LoadOrStore(key, gapSighting{uid: sts.UID, at: time.Now()})
+	g := first.(gapSighting)
+	if g.uid != sts.UID {
+		r.gaps.Store(key, gapSighting{uid: sts.UID, at: time.Now()})
+		return "", time.Time{}
+	}
+	if time.Since(g.at) < r.missingGrace() {
+		return "", time.Time{}
+	}
+	return fmt.Sprintf("%d of its %d pods have not been created for %s since the rollout deleted them, and no FailedCreate Event says why",
+		replicasOf(sts)-sts.Status.Replicas, replicasOf(sts), time.Since(g.at).Round(time.Second)), g.at
+}
+
+// gapSighting is when the controller first saw a StatefulSet missing pods.
+type gapSighting struct {
+	uid types.UID
+	at  time.Time
+}
+
+// recheckGap asks the report for a reconcile when sts's missing pods reach the grace, and
+// forgets a StatefulSet that has all its pods again.
+func (r *ScratchVolumeReconciler) recheckGap(sts *appsv1.StatefulSet, report *decide.Report) {
+	key := client.ObjectKeyFromObject(sts)
+	if !missingPods(sts) {
+		r.gaps.Delete(key)
+		return
+	}
+	if g, ok := r.gaps.Load(key); ok {
+		report.RecheckAt(g.(gapSighting).at.Add(r.missingGrace()))
+	}
 }
 
 // missingPods reports whether sts has fewer pods than it asks for while its controller rolls it:

@@ -61,6 +61,10 @@ type ScratchVolumeReconciler struct {
 	// ProgressDeadline is how long a target may stay in flight when the ScratchVolume sets no
 	// spec.rollout.progressDeadline (default decide.DefaultProgressDeadline).
 	ProgressDeadline time.Duration
+	// MissingPodsGrace is how long a rolling target may miss a pod, with no FailedCreate Event
+	// to say why, before its rollout is taken for refused and put back (default
+	// DefaultMissingPodsGrace).
+	MissingPodsGrace time.Duration
 
 	// statefulSets and scratchVolumes are the cache's indexers of those kinds, when it gives them
 	// (statefulSetIndexer, scratchVolumeIndexer).
@@ -81,6 +85,9 @@ type ScratchVolumeReconciler struct {
 	// resized holds, by ScratchVolume, the status.sizing written with an automatic resize until the
 	// cache has it: the reconcile the new spec.size brings may read the old status first.
 	resized sync.Map
+	// gaps holds, by StatefulSet, when the controller first saw it missing pods during a rollout
+	// (gapSighting), until it has them all again.
+	gaps sync.Map
 }
 
 func (r *ScratchVolumeReconciler) version() string {

@@ -82,6 +82,7 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 			continue
 		}
 		countBlocked(report.Add(targets[i], out[sv.Name]))
+		r.recheckGap(targets[i], report)
 	}
 	return errors.Join(errs...)
 }

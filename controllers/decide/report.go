@@ -217,6 +217,10 @@ func (rep *Report) last(target string) *v1alpha1.ScratchTargetStatus {
 }
 
 // wakeAt asks for a reconcile at t, unless an earlier one is asked for.
+// RecheckAt asks for a reconcile at t at the latest: a target is missing pods the controller must
+// look at again then (refusedCreations).
+func (rep *Report) RecheckAt(t time.Time) { rep.wakeAt(t) }
+
 func (rep *Report) wakeAt(t time.Time) {
 	if rep.wake.IsZero() || t.Before(rep.wake) {
 		rep.wake = t

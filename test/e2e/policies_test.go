@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -241,6 +242,53 @@ func TestRefusedPodsArePutBack(t *testing.T) {
 	if settled.Generation != after.Generation {
 		t.Errorf("the controller wrote the StatefulSet again (generation %d to %d) with nothing changed", after.Generation, settled.Generation)
 	}
+
+	// Once the policy admits the pods, a change of the ScratchVolume's spec tries again.
+	s.admitInjectedPods(t, ns)
+	s.kubectl(t, "apply", "-n", ns, "-f", s.writeScratchVolume(t, func(sv *v1alpha1.ScratchVolume) { sv.Spec.Size = resource.MustParse("768Mi") }))
+	sv = s.waitCondition(t, ns, sv.Name, v1alpha1.ConditionReady, metav1.ConditionTrue)
+	s.waitRolledOut(t, ns, before.Name, runsScratchVolume(sv))
+	if sv = s.scratchVolume(t, ns, sv.Name); sv.Status.Targets[0].Refused != nil {
+		t.Errorf("the refusal outlived the injection that succeeded: %+v", sv.Status.Targets[0].Refused)
+	}
+}
+
+// TestRefusedPodsStopAPacedRollout refuses the injected pods under a selector that rolls one
+// StatefulSet at a time: the first is put back, and the rollout goes no further.
+func TestRefusedPodsStopAPacedRollout(t *testing.T) {
+	s := requireSuite(t)
+	t.Parallel()
+	ns := s.namespace(t)
+	s.refuseInjectedPods(t, ns)
+	var names []string
+	for _, name := range []string{"db-a", "db-b"} {
+		sts := readManifest[appsv1.StatefulSet](t, s.sample(statefulSetSample))
+		sts.Name = name
+		sts.Labels = map[string]string{"dbtune.io/tmpdir": "ram"}
+		sts.Spec.Selector.MatchLabels = map[string]string{"app.kubernetes.io/name": name}
+		sts.Spec.Template.Labels = map[string]string{"app.kubernetes.io/name": name}
+		s.applyStatefulSet(t, ns, writeStatefulSet(t, name+".yaml", sts))
+		names = append(names, name)
+	}
+	untouched := s.statefulSet(t, ns, names[1])
+	s.kubectl(t, "apply", "-n", ns, "-f", s.writeScratchVolume(t, func(sv *v1alpha1.ScratchVolume) {
+		sv.Name = "fleet"
+		sv.Spec.Target = v1alpha1.ScratchTarget{Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"dbtune.io/tmpdir": "ram"}}}
+		one := intstr.FromInt32(1)
+		sv.Spec.Rollout = &v1alpha1.RolloutPolicy{MaxInFlight: &one}
+	}))
+	eventually(t, "the rollout to stop at the refused StatefulSet", func() (bool, string) {
+		sv := s.scratchVolume(t, ns, "fleet")
+		c := meta.FindStatusCondition(sv.Status.Conditions, v1alpha1.ConditionRolledOut)
+		if c == nil {
+			return false, "no RolledOut condition"
+		}
+		return c.Reason == v1alpha1.ReasonRolloutStopped && strings.Contains(c.Message, "refused to create the new pods of StatefulSet "+names[0]), c.Reason + ": " + c.Message
+	})
+	s.waitRolledOut(t, ns, names[0], nil)
+	if after := s.settle(t, ns, names[1]); after.Generation != untouched.Generation {
+		t.Errorf("the rollout went on to StatefulSet %s after %s was refused (generation %d to %d)", names[1], names[0], untouched.Generation, after.Generation)
+	}
 }
 
 // refuseInjectedPods installs a ValidatingAdmissionPolicy, bound to ns, that refuses pods carrying
@@ -284,6 +332,27 @@ func (s *suite) refuseInjectedPods(t *testing.T, ns string) {
 	eventually(t, "the admission policy to refuse pods", func() (bool, string) {
 		err := s.admin.Create(t.Context(), probe.DeepCopy(), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "no RAM volumes here"), fmt.Sprint(err)
+	})
+}
+
+// admitInjectedPods removes the policy refuseInjectedPods installed, and waits until the API
+// server admits the pods again.
+func (s *suite) admitInjectedPods(t *testing.T, ns string) {
+	t.Helper()
+	name := "no-ram-" + ns
+	for _, o := range []client.Object{
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}},
+	} {
+		if err := s.admin.Delete(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "dbtune-probe", Image: "busybox"}}, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	eventually(t, "the admission policy to admit pods again", func() (bool, string) {
+		err := s.admin.Create(t.Context(), probe.DeepCopy(), client.DryRunAll)
+		return err == nil, fmt.Sprint(err)
 	})
 }
 
