@@ -72,12 +72,16 @@ func TestRefusedCreationsOfTheInjectedRevision(t *testing.T) {
 			s := rollingTarget(&sv)
 			s.Spec.Template.Annotations = nil
 			return s
-		}, nil, func(s *appsv1.StatefulSet) []client.Object { return []client.Object{failedCreateEvent(s, "a", now, "nope")} }, ""},
+		}, nil, func(s *appsv1.StatefulSet) []client.Object {
+			return []client.Object{failedCreateEvent(s, "a", now, "nope")}
+		}, ""},
 		{"all pods there", func() *appsv1.StatefulSet {
 			s := rollingTarget(&sv)
 			s.Status.Replicas = 2
 			return s
-		}, nil, func(s *appsv1.StatefulSet) []client.Object { return []client.Object{failedCreateEvent(s, "a", now, "nope")} }, ""},
+		}, nil, func(s *appsv1.StatefulSet) []client.Object {
+			return []client.Object{failedCreateEvent(s, "a", now, "nope")}
+		}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
