@@ -760,6 +760,14 @@ type ScratchTargetStatus struct {
 	// +listMapKey=pod
 	LargePages []PodLargePages `json:"largePages,omitempty"`
 
+	// RestartsAtOnce is how many of the StatefulSet's pods a change of its pod template restarts
+	// at once: its rollingUpdate.maxUnavailable (a share of the replicas rounded down, at least 1;
+	// 1 when unset), at most the pods at or above the partition. Absent under OnDelete, where no
+	// pod restarts until it is deleted.
+	//
+	// +optional
+	RestartsAtOnce int32 `json:"restartsAtOnce,omitempty"`
+
 	// Refused is set when the API server refused to create the pods of the revision that carried
 	// the injection (a FailedCreate of the StatefulSet controller): the controller put the
 	// StatefulSet back to the template that worked and does not inject again until the

@@ -7,8 +7,11 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/inject"
@@ -291,5 +294,29 @@ func TestLineChangesNameTheSection(t *testing.T) {
 	}
 	if got := lineChanges("f", after, before); len(got) != 2 || !strings.HasPrefix(got[0], "f: - ") {
 		t.Errorf("removals: %q", got)
+	}
+}
+
+// TestPendingChangeSaysHowPodsRestart checks that the approval a pending change asks for says how
+// many of the target's pods it restarts at once.
+func TestPendingChangeSaysHowPodsRestart(t *testing.T) {
+	sv, sts := renderedBefore(t, "db", byV1)
+	sts.Spec.Replicas = ptr.To[int32](4)
+	sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: ptr.To(intstr.FromString("50%"))}}
+	o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, Gate{Now: saturday, Version: "v2"}).Outcomes[sv.Name]
+	if o.Waiting == nil {
+		t.Fatalf("the change does not wait: %+v", o)
+	}
+	rep := NewReport(sv, WriteWarRule{}, "v2")
+	rep.Found(1)
+	rep.Add(sts, o)
+	status, _ := rep.Status()
+	c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionChangesPending)
+	if c == nil || !strings.Contains(c.Message, "applied, it restarts its 4 pods 2 at a time (rollingUpdate.maxUnavailable)") {
+		t.Errorf("the pending change does not say how the pods restart: %+v", c)
+	}
+	if got := status.Targets[0].RestartsAtOnce; got != 2 {
+		t.Errorf("restartsAtOnce = %d, want 2", got)
 	}
 }

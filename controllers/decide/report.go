@@ -117,6 +117,7 @@ func (rep *Report) Add(sts *appsv1.StatefulSet, o *Outcome) (blocked string) {
 		rep.guarded(o.Guard, &ts)
 		ts.Refused = o.Refusal
 	}
+	ts.RestartsAtOnce = RestartsOf(sts).AtOnce
 	if rep.pacing != nil {
 		if since, ok := rep.pacing.Since[sts.Name]; ok {
 			ts.InFlightSince = &metav1.Time{Time: since}
@@ -169,7 +170,7 @@ func (rep *Report) waiting(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.Scr
 	}
 	// The drop-in the carried configuration mounts stays.
 	rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
-	msg := fmt.Sprintf("change %s waits: %s", w.Change.ID, w.Change.Reason)
+	msg := fmt.Sprintf("change %s waits: %s; applied, it %s", w.Change.ID, w.Change.Reason, RestartsOf(sts))
 	if w.Change.NextWindow != nil {
 		rep.wakeAt(w.Change.NextWindow.Time)
 	}
@@ -186,7 +187,7 @@ func (rep *Report) Paced(p Pacing) { rep.pacing = &p }
 // waitingForSlot records a target whose change waits for the targets in flight: it keeps what it
 // carries, reported as the last status had it.
 func (rep *Report) waitingForSlot(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.ScratchTargetStatus) {
-	ts.Message = o.Queued
+	ts.Message = o.Queued + "; when its turn comes, the change " + RestartsOf(sts).String()
 	if o.Kept {
 		ts.Injected, ts.ConfigHash = true, sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
 		rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
