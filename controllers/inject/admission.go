@@ -144,6 +144,19 @@ func (ns Namespace) admitsContainer(pod *corev1.PodSpec, res corev1.ResourceRequ
 	return ""
 }
 
+// asAdmitted is container c as the namespace admits it into a pod, for the memory rules of
+// accounting: under Validate, with the LimitRanges' defaults filled in, since a container that
+// sets no memory limit gets the default one and the volume must fit in that; under Reserve and
+// Ignore, as written (Reserve raises only what the container sets).
+func (ns Namespace) asAdmitted(c *corev1.Container, accounting v1alpha1.MemoryAccounting) *corev1.Container {
+	if accounting == v1alpha1.MemoryReserve || accounting == v1alpha1.MemoryIgnore || len(ns.LimitRanges) == 0 {
+		return c
+	}
+	out := *c
+	out.Resources = ns.defaulted(c.Resources)
+	return &out
+}
+
 // defaulted is res as the LimitRanger admission plugin leaves it: a missing limit takes the rule's
 // default, a missing request its default request (the API server has already made a missing
 // request equal to a set limit).

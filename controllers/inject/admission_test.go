@@ -216,3 +216,19 @@ func TestNamespaceStamp(t *testing.T) {
 		t.Errorf("the stamp did not move with the LimitRanges")
 	}
 }
+
+// TestValidateCountsTheDefaultLimit checks that a container without a memory limit is held to the
+// limit a LimitRange gives it by default: the pod runs with that limit.
+func TestValidateCountsTheDefaultLimit(t *testing.T) {
+	sts := withSTS(mysqlSTS(), dbMemory("", ""))
+	defaults := inject.Namespace{LimitRanges: []corev1.LimitRange{limitRange("defaults", corev1.LimitRangeItem{
+		Type: corev1.LimitTypeContainer, Default: list("memory", "1Gi"), DefaultRequest: list("memory", "512Mi")})}}
+	_, err := inject.NewPlan(scratchVolume(), sts, defaults)
+	p, ok := err.(*inject.Problem)
+	if !ok || p.Reason != v1alpha1.ReasonMemoryBudget || !strings.Contains(p.Message, "container db has a 1Gi memory limit") {
+		t.Errorf("got %v, want MemoryLimitTooLow against the LimitRange's 1Gi default", err)
+	}
+	if _, err := inject.NewPlan(scratchVolume(), sts, inject.Namespace{}); err != nil {
+		t.Errorf("without the LimitRange the container has no limit and the volume goes in with a note: %v", err)
+	}
+}

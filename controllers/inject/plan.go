@@ -97,7 +97,7 @@ func NewPlan(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, ns Namespace) 
 	if err := checkCollisions(pod, c, p.Volume.Name, p.Mount.MountPath); err != nil {
 		return nil, err
 	}
-	reserve, memNotes, err := memoryBudget(sv, pod, c)
+	reserve, memNotes, err := memoryBudget(sv, pod, ns.asAdmitted(c, sv.Spec.Memory.Accounting))
 	if err != nil {
 		return nil, err
 	}

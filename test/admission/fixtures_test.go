@@ -62,6 +62,20 @@ func fixtures(ns string) []fixture {
 		sts:  database(ns, "pxc", "pxc", "percona/percona-xtradb-cluster:8.0", nil, claim("/var/lib/mysql"), withExporter()),
 		db:   "pxc", dataDir: "/var/lib/mysql",
 	}, {
+		// Pod-level resources (KEP-2837) and none on the database container: the pod's limit
+		// bounds the volume and the database together.
+		name: "mariadb-11.4-pod-resources",
+		sts: database(ns, "mariadb-pod-resources", "mariadb", "mariadb:11.4",
+			[]string{"--innodb-buffer-pool-size=1G"}, claim("/var/lib/mysql"), withExporter(), withPodResources("1", "3Gi", "6Gi")),
+		db: "mariadb", dataDir: "/var/lib/mysql", bufferPool: 1 << 30,
+	}, {
+		// Pod-level resources beside the container's own, and a native sidecar that runs beside
+		// the database for the pod's whole life.
+		name: "mysql-8.4-native-sidecar",
+		sts: database(ns, "mysql-sidecar", "mysql", "mysql:8.4",
+			[]string{"--innodb_buffer_pool_size=512M"}, claim("/var/lib/mysql"), withPodResources("", "4Gi", "7Gi"), withNativeSidecar()),
+		db: "mysql", dataDir: "/var/lib/mysql", bufferPool: 512 << 20,
+	}, {
 		// No database: a web application with a cache volume and a log shipper.
 		name: "generic-app",
 		sts:  genericApp(ns),
@@ -159,6 +173,40 @@ func withExporter() stsOption {
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
 				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+			},
+		})
+	}
+}
+
+// withPodResources gives the pod pod-level resources: a CPU request (none when ""), and a memory
+// request and limit. A container that is the only one with resources keeps them; the database
+// container of a single-container shape gives its own up when the pod has some and it had the
+// defaults of database.
+func withPodResources(cpu, memRequest, memLimit string) stsOption {
+	return func(sts *appsv1.StatefulSet) {
+		pod := &sts.Spec.Template.Spec
+		r := &corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(memRequest)},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(memLimit)},
+		}
+		if cpu != "" {
+			r.Requests[corev1.ResourceCPU] = resource.MustParse(cpu)
+			pod.Containers[0].Resources = corev1.ResourceRequirements{}
+		}
+		pod.Resources = r
+	}
+}
+
+// withNativeSidecar adds a log shipper as a native sidecar: an init container that keeps running.
+func withNativeSidecar() stsOption {
+	return func(sts *appsv1.StatefulSet) {
+		always := corev1.ContainerRestartPolicyAlways
+		pod := &sts.Spec.Template.Spec
+		pod.InitContainers = append(pod.InitContainers, corev1.Container{
+			Name: "log-shipper", Image: "fluent/fluent-bit:3.0", RestartPolicy: &always,
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
 			},
 		})
 	}

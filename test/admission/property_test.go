@@ -112,7 +112,7 @@ func TestRandomSpecs(t *testing.T) {
 	t.Logf("%d random specs in %s", randomSpecs, time.Since(start).Round(time.Millisecond))
 	c.stats.log(t)
 	if c.stats.admitted == 0 || c.stats.rejected == 0 || c.stats.plans == 0 || c.stats.configFiles == 0 || c.stats.argPlans == 0 ||
-		c.stats.envPlans == 0 {
+		c.stats.envPlans == 0 || c.stats.podsAdmitted == 0 {
 		t.Errorf("the generator lost its coverage: %+v", c.stats)
 	}
 }
@@ -130,6 +130,8 @@ type checker struct {
 	// does not read): the API server's dry run is the slow part, and the same plan recurs.
 	stored map[string][]string
 	stats  stats
+	// policed is the namespace whose rules the injected pods must pass (checkPodsAdmitted).
+	policed *policed
 }
 
 // readBack is what each server's my_print_defaults prints for each group of one drop-in file.
@@ -197,6 +199,7 @@ func newChecker(t testing.TB) *checker {
 		t.Logf("drop-ins are read back by %s's option-file parser (%s)", p.name, p.argv[len(p.argv)-1])
 	}
 	c := &checker{e: e, ns: e.Namespace(t), printers: printers, read: map[string]readBack{}, stored: map[string][]string{}}
+	c.policed = newPoliced(t, e.Client, e.Namespace(t))
 	c.fixtures = fixtures(c.ns)
 	// Each fixture must itself be valid, or every injection into it would fail for the wrong reason.
 	for _, fx := range c.fixtures {
@@ -209,11 +212,15 @@ func newChecker(t testing.TB) *checker {
 
 // stats counts what the checks exercised.
 type stats struct {
-	specs, admitted, rejected                 int
-	plans, problems, configFiles, argPlans    int
-	envPlans                                  int
-	perFixture                                map[string]*fixtureStats
-	rejectedFields, problemReasons, plainErrs map[string]int
+	specs, admitted, rejected              int
+	plans, problems, configFiles, argPlans int
+	envPlans                               int
+	// podsAdmitted, podsPolicyRefusals, podsOtherRefusals and podsOriginalRefused count the pods of
+	// the policed namespace: injected pods admitted, plans refused for its rules (and rightly so),
+	// plans refused otherwise, and fixtures whose own pods it refuses.
+	podsAdmitted, podsPolicyRefusals, podsOtherRefusals, podsOriginalRefused int
+	perFixture                                                               map[string]*fixtureStats
+	rejectedFields, problemReasons, plainErrs                                map[string]int
 }
 
 type fixtureStats struct{ planned, problem int }
@@ -242,6 +249,8 @@ func (s *stats) log(t testing.TB) {
 		f := s.perFixture[name]
 		t.Logf("  %-24s planned %4d, problem %4d", name, f.planned, f.problem)
 	}
+	t.Logf("policed pods: %d injected admitted, %d plans refused for its rules, %d otherwise, %d fixtures' own pods refused",
+		s.podsAdmitted, s.podsPolicyRefusals, s.podsOtherRefusals, s.podsOriginalRefused)
 	t.Logf("problem reasons: %v", s.problemReasons)
 	t.Logf("rejected fields: %v", s.rejectedFields)
 	if len(s.plainErrs) > 0 {
@@ -526,22 +535,29 @@ func (c *checker) checkPlan(t testing.TB, sv *v1alpha1.ScratchVolume, fx fixture
 	return append(failures, stored...)
 }
 
-// checkMemory checks the accounting: Validate injects only within the limit, Reserve adds exactly
-// the size, Ignore nothing.
+// checkMemory checks the accounting: Validate injects only within the limits, the container's and
+// what the pod-level limit leaves beside the other containers that run with it (native sidecars
+// included), Reserve adds exactly the size where the container or the pod sets memory, Ignore
+// nothing.
 func checkMemory(sv *v1alpha1.ScratchVolume, fx fixture, db *corev1.Container, p *inject.Plan) []string {
+	pod := &fx.sts.Spec.Template.Spec
 	_, hasReq := db.Resources.Requests[corev1.ResourceMemory]
 	limit, hasLim := db.Resources.Limits[corev1.ResourceMemory]
+	var podLimit resource.Quantity
+	podHasMemory, podHasLim := false, false
+	if pod.Resources != nil {
+		_, podReq := pod.Resources.Requests[corev1.ResourceMemory]
+		podLimit, podHasLim = pod.Resources.Limits[corev1.ResourceMemory]
+		podHasMemory = podReq || podHasLim
+	}
 	switch sv.Spec.Memory.Accounting {
 	case v1alpha1.MemoryReserve:
-		if (hasReq || hasLim) && (p.Reserve == nil || p.Reserve.Cmp(sv.Spec.Size) != 0) {
+		if (hasReq || hasLim || podHasMemory) && (p.Reserve == nil || p.Reserve.Cmp(sv.Spec.Size) != 0) {
 			return []string{fmt.Sprintf("Reserve accounting reserves %v, the spec's size is %s", p.Reserve, sv.Spec.Size.String())}
 		}
 	case v1alpha1.MemoryValidate, "":
 		if p.Reserve != nil {
 			return []string{fmt.Sprintf("Validate accounting reserves %s", p.Reserve)}
-		}
-		if !hasLim {
-			return nil
 		}
 		need := sv.Spec.Size.DeepCopy()
 		headroom := resource.MustParse(v1alpha1.DefaultMemoryHeadroom)
@@ -552,8 +568,16 @@ func checkMemory(sv *v1alpha1.ScratchVolume, fx fixture, db *corev1.Container, p
 		if sv.Spec.Purpose == v1alpha1.PurposeMySQLTmpdir && db.Name == fx.db {
 			need.Add(*resource.NewQuantity(fx.bufferPool, resource.BinarySI))
 		}
-		if limit.Cmp(need) < 0 {
+		if hasLim && limit.Cmp(need) < 0 {
 			return []string{fmt.Sprintf("Validate accounting injects %s into a %s limit that needs %s", sv.Spec.Size.String(), limit.String(), need.String())}
+		}
+		if podHasLim {
+			room := podLimit.DeepCopy()
+			room.Sub(besideDatabase(pod, db.Name))
+			if room.Cmp(need) < 0 {
+				return []string{fmt.Sprintf("Validate accounting injects %s into a pod whose %s limit leaves the container %s, which needs %s",
+					sv.Spec.Size.String(), podLimit.String(), room.String(), need.String())}
+			}
 		}
 	default:
 		if p.Reserve != nil {
@@ -561,6 +585,30 @@ func checkMemory(sv *v1alpha1.ScratchVolume, fx fixture, db *corev1.Container, p
 		}
 	}
 	return nil
+}
+
+// besideDatabase is the memory the containers running beside container name may take: the others'
+// and the native sidecars' limits, or requests where they set no limit.
+func besideDatabase(pod *corev1.PodSpec, name string) resource.Quantity {
+	total := resource.Quantity{}
+	add := func(c corev1.Container) {
+		if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+			total.Add(q)
+		} else if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
+			total.Add(q)
+		}
+	}
+	for _, c := range pod.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			add(c)
+		}
+	}
+	for _, c := range pod.Containers {
+		if c.Name != name {
+			add(c)
+		}
+	}
+	return total
 }
 
 // The directories a MySQLTmpdir volume keeps on the persistent volume, inside the data directory
@@ -878,6 +926,8 @@ func (c *checker) checkStored(t testing.TB, sv *v1alpha1.ScratchVolume, fx fixtu
 	}
 	orig := containerOf(&fx.sts.Spec.Template.Spec, p.Container)
 	failures = append(failures, checkStoredMemory(sv, orig, db, p)...)
+	failures = append(failures, checkStoredPodMemory(sv, fx.sts.Spec.Template.Spec.Resources, pod.Resources, p)...)
+	failures = append(failures, c.checkPodsAdmitted(t, sv, fx)...)
 	if sv.Spec.Purpose == v1alpha1.PurposeGeneric {
 		if !slices.Equal(db.Args, orig.Args) {
 			fail("a Generic volume changed the args to %q", db.Args)
@@ -1064,6 +1114,41 @@ func checkStoredMemory(sv *v1alpha1.ScratchVolume, orig, db *corev1.Container, p
 		if has && is.Cmp(want) != 0 {
 			failures = append(failures, fmt.Sprintf("the stored memory %s is %s, want %s (%s accounting, size %s)",
 				side.name, is.String(), want.String(), sv.Spec.Memory.Accounting, sv.Spec.Size.String()))
+		}
+	}
+	return failures
+}
+
+// checkStoredPodMemory checks the pod-level memory: Reserve raises the request and limit the pod
+// sets by exactly the size, which the API server requires to hold the container's raised limit;
+// nothing else changes them.
+func checkStoredPodMemory(sv *v1alpha1.ScratchVolume, was, is *corev1.ResourceRequirements, p *inject.Plan) []string {
+	if was == nil {
+		if is != nil {
+			return []string{fmt.Sprintf("the pod had no pod-level resources and has %+v", *is)}
+		}
+		return nil
+	}
+	if is == nil {
+		return []string{"the pod-level resources are gone"}
+	}
+	var failures []string
+	for _, side := range []struct {
+		name    string
+		was, is corev1.ResourceList
+	}{{"request", was.Requests, is.Requests}, {"limit", was.Limits, is.Limits}} {
+		w, had := side.was[corev1.ResourceMemory]
+		got, has := side.is[corev1.ResourceMemory]
+		if had != has {
+			failures = append(failures, fmt.Sprintf("the pod's memory %s was %v and is %v", side.name, side.was, side.is))
+			continue
+		}
+		want := w.DeepCopy()
+		if p.Reserve != nil {
+			want.Add(sv.Spec.Size)
+		}
+		if has && got.Cmp(want) != 0 {
+			failures = append(failures, fmt.Sprintf("the pod's stored memory %s is %s, want %s (%s accounting)", side.name, got.String(), want.String(), sv.Spec.Memory.Accounting))
 		}
 	}
 	return failures
