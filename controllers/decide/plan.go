@@ -237,11 +237,21 @@ func WinningPlans(outcomes map[string]*Outcome) []*inject.Plan {
 
 // PlannedContainer is a copy of the container of sts named name, with only what checking a larger
 // volume against its memory limit reads (limitsFor): a remembered decision keeps it, shared with
-// the other decisions that keep an equal one, instead of the pod template.
+// the other decisions that keep an equal one, instead of the pod template. Its memory limit is
+// the room the limits leave it (inject.MemoryRoom): with pod-level resources, the pod's limit less
+// the other running containers' may bind first.
 func PlannedContainer(sts *appsv1.StatefulSet, name string) *corev1.Container {
-	for i := range sts.Spec.Template.Spec.Containers {
-		if c := &sts.Spec.Template.Spec.Containers[i]; c.Name == name {
-			return &corev1.Container{Name: c.Name, Command: slices.Clone(c.Command), Args: slices.Clone(c.Args), Resources: *c.Resources.DeepCopy()}
+	pod := &sts.Spec.Template.Spec
+	for i := range pod.Containers {
+		if c := &pod.Containers[i]; c.Name == name {
+			out := &corev1.Container{Name: c.Name, Command: slices.Clone(c.Command), Args: slices.Clone(c.Args), Resources: *c.Resources.DeepCopy()}
+			if room, ok := inject.MemoryRoom(pod, c); ok {
+				if out.Resources.Limits == nil {
+					out.Resources.Limits = corev1.ResourceList{}
+				}
+				out.Resources.Limits[corev1.ResourceMemory] = room
+			}
+			return out
 		}
 	}
 	return nil

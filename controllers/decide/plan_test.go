@@ -8,7 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -254,6 +256,35 @@ func TestNewProblems(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPlannedContainerRoom checks that the container a decision keeps for the sizing checks has
+// the room its limits leave it: with pod-level resources, the pod's limit less the other running
+// containers', when that binds first.
+func TestPlannedContainerRoom(t *testing.T) {
+	mem := func(q string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)} }
+	sts := testenv.FullStatefulSet("mariadb:11.4", nil, nil, "4Gi")
+	pod := &sts.Spec.Template.Spec
+	pod.Containers = append(pod.Containers, corev1.Container{Name: "metrics", Image: "exporter", Resources: corev1.ResourceRequirements{Limits: mem("512Mi")}})
+	for _, tc := range []struct {
+		name, podLimit, want string
+	}{
+		{"no pod-level limit", "", "4Gi"},
+		{"a larger pod-level limit", "8Gi", "4Gi"},
+		// Less the fixture's exporter (128Mi) and the metrics container (512Mi).
+		{"a pod-level limit that binds", "4Gi", "3456Mi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod.Resources = nil
+			if tc.podLimit != "" {
+				pod.Resources = &corev1.ResourceRequirements{Limits: mem(tc.podLimit)}
+			}
+			got := PlannedContainer(sts, pod.Containers[0].Name).Resources.Limits[corev1.ResourceMemory]
+			if want := resource.MustParse(tc.want); got.Cmp(want) != 0 {
+				t.Errorf("room %s, want %s", got.String(), tc.want)
 			}
 		})
 	}

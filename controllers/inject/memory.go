@@ -95,6 +95,21 @@ func memoryBudget(sv *v1alpha1.ScratchVolume, pod *corev1.PodSpec, c *corev1.Con
 	return nil, []Note{{Reason: v1alpha1.ReasonMemoryBudgetCovered, Message: covered}}, nil
 }
 
+// MemoryRoom is the memory the volume and the database in container c of pod share under the
+// limits, the container's and what the pod-level limit leaves beside the other running
+// containers, whichever is smaller; false when neither is set.
+func MemoryRoom(pod *corev1.PodSpec, c *corev1.Container) (resource.Quantity, bool) {
+	room, ok := c.Resources.Limits[corev1.ResourceMemory]
+	if podLimit, podOK := podLevel(pod, true); podOK {
+		beside, _ := besideIn(pod, c.Name)
+		podLimit.Sub(beside)
+		if !ok || podLimit.Cmp(room) < 0 {
+			room, ok = podLimit, true
+		}
+	}
+	return room, ok
+}
+
 // podLevel is the pod-level memory limit (or request) of pod, when it sets one.
 func podLevel(pod *corev1.PodSpec, limit bool) (resource.Quantity, bool) {
 	if pod.Resources == nil {
