@@ -143,8 +143,35 @@ func contestedSettings(tmpl *corev1.PodTemplateSpec, ch inject.ContainerChange) 
 		out = append(out, contested{what: fmt.Sprintf("the memory %s of container %s", strings.TrimSuffix(m.kind, "s"), c),
 			path: inContainer(c, "resources", m.kind, string(corev1.ResourceMemory)), present: ok})
 	}
+	out = append(out, contestedPodMemory(&tmpl.Spec, ch)...)
 	if len(out) == 0 {
 		out = append(out, contested{what: "the settings the controller made in container " + c})
+	}
+	return out
+}
+
+// contestedPodMemory lists the pod-level memory request and limit that pod holds with other
+// values than ch, which Reserve raised with the container's.
+func contestedPodMemory(pod *corev1.PodSpec, ch inject.ContainerChange) []contested {
+	var out []contested
+	for _, m := range []struct {
+		kind string
+		want *resource.Quantity
+	}{{"requests", ch.PodRequest}, {"limits", ch.PodLimit}} {
+		var q resource.Quantity
+		ok := false
+		if pod.Resources != nil {
+			list := pod.Resources.Requests
+			if m.kind == "limits" {
+				list = pod.Resources.Limits
+			}
+			q, ok = list[corev1.ResourceMemory]
+		}
+		if (ok && m.want != nil && q.Cmp(*m.want) == 0) || (!ok && m.want == nil) {
+			continue
+		}
+		out = append(out, contested{what: "the pod's memory " + strings.TrimSuffix(m.kind, "s"),
+			path: fieldPath(templateSpec, "resources", m.kind, string(corev1.ResourceMemory)), present: ok})
 	}
 	return out
 }

@@ -222,3 +222,32 @@ func TestFightMessageNamesTheOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreNamesThePodMemory checks that a pod-level memory limit another writer put back after
+// a Reserve is told as what the next write restores.
+func TestRestoreNamesThePodMemory(t *testing.T) {
+	sv := testenv.SelectorScratchVolume("tmp", nil)
+	sv.Spec.Memory.Accounting = v1alpha1.MemoryReserve
+	sts := testenv.FullStatefulSet("mariadb:11.4", nil, nil, "2Gi")
+	sts.Spec.Template.Spec.Resources = &corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("4Gi")},
+	}
+	svs := []*v1alpha1.ScratchVolume{&sv}
+	o := PlanTarget(svs, sts, inject.Namespace{}, Gate{}).Outcomes[sv.Name]
+	if o.Plan == nil {
+		t.Fatalf("not planned: %+v", o.Problem)
+	}
+	injected := sts.DeepCopy()
+	injected.Spec.Template = inject.Inject(sts.Spec.Template, []*inject.Plan{o.Plan})
+	sv.Status.Targets = []v1alpha1.ScratchTargetStatus{{Name: sts.Name, Injected: true, ConfigHash: o.Hash}}
+	if tp := PlanTarget(svs, injected, inject.Namespace{}, Gate{}); !tp.Settled() {
+		t.Fatalf("the injected template is not settled: pending %+v", tp.Pending)
+	}
+	// Another writer puts the pod's limit back to its own value.
+	injected.Spec.Template.Spec.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("4Gi")
+	tp := PlanTarget(svs, injected, inject.Namespace{}, Gate{})
+	if names := RestoredBy(tp, injected).Names(); !slices.Contains(names, "the pod's memory limit") {
+		t.Errorf("the restore names %q, want the pod's memory limit", names)
+	}
+}
