@@ -200,6 +200,11 @@ bench-failover: ## Leader failover: two manager replicas, the leader SIGKILLed m
 	$(K8S_BINARIES) all
 	go run ./test/bench/scale -only failover -n 1000 -runs 3 -leases 15s,8s -out bin/bench/failover $(BENCH_FAILOVER_FLAGS)
 
+.PHONY: bench-refusal
+bench-refusal: ## How long a database is without its pod when its injected pods are refused and put back, against a pod deleted by hand: 10 rounds in a seeded order (local control plane; about 2 minutes).
+	$(K8S_BINARIES) all
+	go run ./test/bench/scale -only refusal -runs 10 -out bin/bench/refusal $(BENCH_REFUSAL_FLAGS)
+
 .PHONY: bench-rollout
 bench-rollout: ## Paced and unpaced rollouts of 1000 one-pod StatefulSets on kwok nodes, 2 rounds of each in a seeded order (local control plane; about 15 minutes).
 	$(K8S_BINARIES) all

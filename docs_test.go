@@ -21,6 +21,8 @@ var foreignPaths = map[string]bool{
 	// Kubernetes
 	"spec.template": true, "spec.template.spec.containers[]": true, "spec.volumes": true, "spec.volumeMounts": true,
 	"spec.nodeSelector": true, "spec.holderIdentity": true, "spec.podSpec": true, "spec.force": true,
+	// The pod-level resources of a pod (KEP-2837).
+	"spec.resources": true,
 	// Percona XtraDB Cluster, mariadb-operator, MOCO, Oracle MySQL Operator
 	"spec.pxc.sidecarVolumes": true, "spec.pxc.configuration": true, "spec.mysql.sidecarVolumes": true,
 	"spec.mysql.configuration": true, "spec.myCnf": true, "spec.myCnfConfigMapKeyRef": true, "spec.mycnf": true,

@@ -71,7 +71,8 @@ type config struct {
 	workersVariant int
 	// large is the size above which a level gets largeRuns runs and no one-per-StatefulSet phase.
 	large, largeRuns int
-	// only narrows the run to one measurement: "failover" or "rollout"; empty runs the whole.
+	// only narrows the run to one measurement: "failover", "rollout" or "refusal"; empty runs the
+	// whole.
 	only string
 	// killAt is the share of the fleet done when the failover measurement kills the leader.
 	killAt float64
@@ -109,7 +110,8 @@ func main() {
 	flag.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "longest wait for any one phase")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the cluster's directory (logs) after the run")
 	flag.StringVar(&cfg.only, "only", "", "measure only one thing: failover (two replicas, the leader SIGKILLed mid-injection and mid-revert, at each -n; failover.json) "+
-		"or rollout (the -rollout run with paced and unpaced manager settings; rollout.json); empty: the whole benchmark")
+		"or rollout (the -rollout run with paced and unpaced manager settings; rollout.json) "+
+		"or refusal (a pod deleted, against the injected pods refused by an admission policy and put back, -runs rounds; refusal.json); empty: the whole benchmark")
 	flag.Func("leases", "Lease durations of the failover measurement's replicas, comma-separated (renew deadline and retry period in the proportions of 15s, 10s, 2s); default 15s",
 		func(s string) error {
 			for _, f := range strings.Split(s, ",") {
@@ -193,8 +195,8 @@ func validate(cfg *config) error {
 		return errors.New("-nodes must be at least 1")
 	case cfg.steady < 0 || cfg.resync <= 0:
 		return errors.New("-steady must not be negative and -resync must be positive")
-	case cfg.only != "" && cfg.only != onlyFailover && cfg.only != onlyRollout:
-		return fmt.Errorf("-only %q: want %s or %s", cfg.only, onlyFailover, onlyRollout)
+	case cfg.only != "" && cfg.only != onlyFailover && cfg.only != onlyRollout && cfg.only != onlyRefusal:
+		return fmt.Errorf("-only %q: want %s, %s or %s", cfg.only, onlyFailover, onlyRollout, onlyRefusal)
 	case cfg.killAt <= 0 || cfg.killAt >= 1:
 		return errors.New("-kill-at must be between 0 and 1, such as 0.5")
 	case cfg.only == onlyRollout && cfg.rollout < 1:
@@ -216,6 +218,7 @@ func validate(cfg *config) error {
 const (
 	onlyFailover = "failover"
 	onlyRollout  = "rollout"
+	onlyRefusal  = "refusal"
 )
 
 func logf(format string, args ...any) {

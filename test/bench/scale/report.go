@@ -28,8 +28,10 @@ type results struct {
 	Levels    []level      `json:"levels"`
 	// Rollout is the one unpaced rollout run of results written before rollouts were paced;
 	// Rollouts are every rollout run since, with each manager setting compared.
-	Rollout  *rolloutResult    `json:"rollout,omitempty"`
-	Rollouts []rolloutResult   `json:"rollouts,omitempty"`
+	Rollout  *rolloutResult  `json:"rollout,omitempty"`
+	Rollouts []rolloutResult `json:"rollouts,omitempty"`
+	// Refusals are the runs of the refusal measurement.
+	Refusals []refusalRun      `json:"refusals,omitempty"`
 	Failover []*failoverResult `json:"failover,omitempty"`
 }
 
@@ -202,6 +204,8 @@ func (r *results) name() string {
 		return "scale"
 	case len(r.Failover) > 0:
 		return onlyFailover
+	case len(r.Refusals) > 0:
+		return onlyRefusal
 	default:
 		return onlyRollout
 	}
@@ -227,7 +231,7 @@ func (r *results) write(dir, base string, md io.Writer) error {
 		return err
 	}
 	logf("wrote %s", jsonPath)
-	if len(r.Levels) > 0 || len(r.Failover) > 0 || len(r.Rollouts) > 0 {
+	if len(r.Levels) > 0 || len(r.Failover) > 0 || len(r.Rollouts) > 0 || len(r.Refusals) > 0 {
 		png, err := r.writeChart(dir, base)
 		if err != nil {
 			return err
@@ -420,6 +424,8 @@ func (r *results) writeChart(dir, base string) (string, error) {
 		ch = r.failoverChart()
 	case onlyRollout:
 		ch = r.rolloutChart()
+	case onlyRefusal:
+		ch = r.refusalChart()
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -439,6 +445,7 @@ func (r *results) markdown() string {
 	if r.name() != "scale" {
 		b.WriteString(r.rolloutMarkdown())
 		b.WriteString(r.failoverMarkdown())
+		b.WriteString(r.refusalMarkdown())
 		return b.String()
 	}
 	b.WriteString("\n")

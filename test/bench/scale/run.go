@@ -77,6 +77,10 @@ func (e *env) measureAll(ctx context.Context, cfg config, res *results) error {
 		var err error
 		res.Rollouts, err = e.measureRollouts(ctx, cfg, cfg.runs)
 		return err
+	case onlyRefusal:
+		var err error
+		res.Refusals, err = e.measureRefusals(ctx, cfg)
+		return err
 	}
 	tuned := false
 	for _, n := range cfg.levels {
