@@ -109,6 +109,64 @@ func TestReserveAddsTheSizeToRequestAndLimitAndTakesItBack(t *testing.T) {
 	})
 }
 
+// TestReserveRaisesThePodLevelResources runs Reserve on a pod with pod-level resources and a
+// container limit: both grow by the size in the write the API server admits (it refuses a
+// container limit above the pod's), a resync adds nothing, and the revert takes exactly that back.
+func TestReserveRaisesThePodLevelResources(t *testing.T) {
+	e := startManager(t)
+	ns := e.Namespace(t)
+	sts := mariadbStatefulSet(ns, "db")
+	sts.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+	sts.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("2Gi")
+	sts.Spec.Template.Spec.Resources = &corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+	}
+	create(t, e, sts)
+	original := getSTS(t, e, ns, "db").Spec.Template
+	sv := scratchVolume(ns, "tmp", "db")
+	sv.Spec.Memory.Accounting = v1alpha1.MemoryReserve
+	create(t, e, sv)
+	podMemoryIs := func(req, limit string) func() string {
+		return func() string {
+			tmpl := getSTS(t, e, ns, "db").Spec.Template
+			if tmpl.Spec.Resources == nil {
+				return "the pod-level resources are gone"
+			}
+			r, l := tmpl.Spec.Resources.Requests[corev1.ResourceMemory], tmpl.Spec.Resources.Limits[corev1.ResourceMemory]
+			c := findContainer(tmpl.Spec.Containers, "mariadb").Resources.Limits[corev1.ResourceMemory]
+			if r.Cmp(resource.MustParse(req)) != 0 || l.Cmp(resource.MustParse(limit)) != 0 {
+				return fmt.Sprintf("pod memory request/limit %s/%s (container limit %s), want %s/%s", r.String(), l.String(), c.String(), req, limit)
+			}
+			return ""
+		}
+	}
+	testenv.Eventually(t, waitTimeout, podMemoryIs("1536Mi", "2560Mi"))
+	testenv.Eventually(t, waitTimeout, func() string {
+		return conditionIs(t, e, ns, "tmp", v1alpha1.ConditionMemoryBudget, metav1.ConditionTrue, "MemoryReserved")
+	})
+	if c := findContainer(getSTS(t, e, ns, "db").Spec.Template.Spec.Containers, "mariadb").Resources.Limits[corev1.ResourceMemory]; c.Cmp(resource.MustParse("2560Mi")) != 0 {
+		t.Errorf("the container's limit is %s, want 2560Mi", c.String())
+	}
+	writesBefore := writes.get(ns)
+	updateSV(t, e, ns, func(sv *v1alpha1.ScratchVolume) { sv.Labels = map[string]string{"touch": "1"} })
+	testenv.Consistently(t, 1500*time.Millisecond, func() string {
+		if w := writes.get(ns); w != writesBefore {
+			return fmt.Sprintf("%d extra writes", w-writesBefore)
+		}
+		return podMemoryIs("1536Mi", "2560Mi")()
+	})
+	if err := e.Client.Delete(ctxFor(t), getSV(t, e, ns, "tmp")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, waitTimeout, func() string {
+		if got := getSTS(t, e, ns, "db").Spec.Template; !equality.Semantic.DeepEqual(original, got) {
+			return "template not restored after revert: " + podMemoryIs("1Gi", "2Gi")()
+		}
+		return ""
+	})
+}
+
 // TestAPIServerAgreesWithInject checks that what the API server makes of the controller's apply is
 // exactly inject.Inject, the template the real-server harness and the demo run.
 func TestAPIServerAgreesWithInject(t *testing.T) {

@@ -265,7 +265,9 @@ func TestNewProblems(t *testing.T) {
 // the room its limits leave it: with pod-level resources, the pod's limit less the other running
 // containers', when that binds first.
 func TestPlannedContainerRoom(t *testing.T) {
-	mem := func(q string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)} }
+	mem := func(q string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)}
+	}
 	sts := testenv.FullStatefulSet("mariadb:11.4", nil, nil, "4Gi")
 	pod := &sts.Spec.Template.Spec
 	pod.Containers = append(pod.Containers, corev1.Container{Name: "metrics", Image: "exporter", Resources: corev1.ResourceRequirements{Limits: mem("512Mi")}})

@@ -1,6 +1,7 @@
 package inject_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -176,8 +177,8 @@ func TestReserveWithinTheNamespaceRules(t *testing.T) {
 				}
 				return
 			}
-			p, ok := err.(*inject.Problem)
-			if !ok || p.Reason != tt.reason {
+			var p *inject.Problem
+			if !errors.As(err, &p) || p.Reason != tt.reason {
 				t.Fatalf("got %v, want a %s problem", err, tt.reason)
 			}
 			for _, w := range tt.words {
@@ -224,8 +225,8 @@ func TestValidateCountsTheDefaultLimit(t *testing.T) {
 	defaults := inject.Namespace{LimitRanges: []corev1.LimitRange{limitRange("defaults", corev1.LimitRangeItem{
 		Type: corev1.LimitTypeContainer, Default: list("memory", "1Gi"), DefaultRequest: list("memory", "512Mi")})}}
 	_, err := inject.NewPlan(scratchVolume(), sts, defaults)
-	p, ok := err.(*inject.Problem)
-	if !ok || p.Reason != v1alpha1.ReasonMemoryBudget || !strings.Contains(p.Message, "container db has a 1Gi memory limit") {
+	var p *inject.Problem
+	if !errors.As(err, &p) || p.Reason != v1alpha1.ReasonMemoryBudget || !strings.Contains(p.Message, "container db has a 1Gi memory limit") {
 		t.Errorf("got %v, want MemoryLimitTooLow against the LimitRange's 1Gi default", err)
 	}
 	if _, err := inject.NewPlan(scratchVolume(), sts, inject.Namespace{}); err != nil {

@@ -75,6 +75,7 @@ func TestInstalledProduct(t *testing.T) {
 		{"manager-killed-mid-rollout", p.testManagerKilledMidRollout},
 		{"manager-upgrade-restarts-no-database", p.testUpgrade(e)},
 		{"mysql-9.7-and-mariadb-11.8", p.testServers(servers)},
+		{"pod-level-resources-and-namespace-rules", p.testNamespaceRules},
 	}
 	ranAll := true
 	for _, step := range steps {

@@ -351,9 +351,14 @@ func queryUntilAnswered(ctx context.Context, t *testing.T, cfg *rest.Config, cs 
 	return answer
 }
 
-// podMemoryLimit is the pod's memory limit as the kubelet sizes a memory emptyDir by it: the sum of
-// its containers' limits, or an init container's when larger.
+// podMemoryLimit is the pod's memory limit as the kubelet sizes a memory emptyDir by it: the
+// pod-level limit, else the sum of its containers' limits, or an init container's when larger.
 func podMemoryLimit(pod *corev1.PodSpec) int64 {
+	if pod.Resources != nil {
+		if q, ok := pod.Resources.Limits[corev1.ResourceMemory]; ok {
+			return q.Value()
+		}
+	}
 	var sum int64
 	for _, c := range pod.Containers {
 		q, ok := c.Resources.Limits[corev1.ResourceMemory]

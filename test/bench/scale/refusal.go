@@ -293,7 +293,7 @@ func (b *bench) refuseInjectedPods(ctx context.Context, ns string) (func() error
 		},
 	}
 	cleanup := func() error {
-		var errs []error
+		errs := make([]error, 0, 2)
 		for _, o := range []client.Object{binding, policy} {
 			errs = append(errs, client.IgnoreNotFound(b.admin.Delete(context.Background(), o)))
 		}
