@@ -53,8 +53,9 @@ func (r *ScratchVolumeReconciler) missingGrace() time.Duration {
 const refusalSlack = 30 * time.Second
 
 // refusedCreations returns, by ScratchVolume, the refused pod creations of sts's rollout for each
-// of svs whose injection sts carries: FailedCreate Events on sts since its rollout began (and since
-// the last refusal recorded), while a pod of sts's update is missing.
+// of svs whose injection sts carries: FailedCreate Events on sts since its rollout began, since the
+// last refusal recorded and since the controller's last write of an injection to it, while a pod
+// of sts's update is missing.
 func (r *ScratchVolumeReconciler) refusedCreations(ctx context.Context, sts *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume) map[string]decide.Refusal {
 	if !missingPods(sts) {
 		return nil
@@ -73,7 +74,13 @@ func (r *ScratchVolumeReconciler) refusedCreations(ctx context.Context, sts *app
 		if last := decide.LastRefusal(sv, sts.Name); last.After(since) {
 			since = last
 		}
-		msg, at := newestAfter(events, since)
+		// The StatefulSet controller may retry a refused creation until it sees the revert: those
+		// retries belong to the last attempt, which the write of this one follows.
+		if w, ok := r.wroteAt.Load(client.ObjectKeyFromObject(sts)); ok && w.(time.Time).After(since) {
+			since = w.(time.Time)
+		}
+		// Core Events keep whole seconds: one of the second the attempt began counts.
+		msg, at := newestAfter(events, since.Truncate(time.Second))
 		if msg == "" {
 			msg, at = r.missingTooLong(sts)
 		}
@@ -169,15 +176,15 @@ func (r *ScratchVolumeReconciler) failedCreatesOf(ctx context.Context, sts *apps
 	return out
 }
 
-// newestAfter is the API server's words in the newest of events that happened after since, and
-// when; "" when none did. The StatefulSet controller's message wraps them: "create Pod db-0 in
+// newestAfter is the API server's words in the newest of events that happened at since or after,
+// and when; "" when none did. The StatefulSet controller's message wraps them: "create Pod db-0 in
 // StatefulSet db failed error: <the API server's>".
 func newestAfter(events []corev1.Event, since time.Time) (string, time.Time) {
 	var msg string
 	var newest time.Time
 	for _, e := range events {
 		at := eventTime(e)
-		if !at.After(since) || !at.After(newest) {
+		if at.Before(since) || !at.After(newest) {
 			continue
 		}
 		newest, msg = at, e.Message

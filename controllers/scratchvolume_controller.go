@@ -88,6 +88,9 @@ type ScratchVolumeReconciler struct {
 	// gaps holds, by StatefulSet, when the controller first saw it missing pods during a rollout
 	// (gapSighting), until it has them all again.
 	gaps sync.Map
+	// wroteAt holds, by StatefulSet, when the controller last began a write that injects, so that
+	// a refusal of an earlier attempt is not taken for one of this (refusedCreations).
+	wroteAt sync.Map
 }
 
 func (r *ScratchVolumeReconciler) version() string {

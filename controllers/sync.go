@@ -225,6 +225,9 @@ func (r *ScratchVolumeReconciler) writePlan(ctx context.Context, sts, live *apps
 	if err := r.ensureConfigMaps(ctx, live, tp.Outcomes); err != nil {
 		return nil, err
 	}
+	if !tp.Removing() {
+		r.wroteAt.Store(key, now)
+	}
 	if err := r.write(ctx, live, tp); err != nil {
 		return nil, err
 	}

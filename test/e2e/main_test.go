@@ -175,7 +175,9 @@ func setUp(ctx context.Context) (*suite, error) {
 	go func() { built <- s.build(ctx) }()
 	s.cluster, err = localcluster.Start(ctx, localcluster.Options{
 		BinDir: binDir, Dir: filepath.Join(dir, "cluster"), Nodes: localcluster.DefaultNodes(3),
-		PersistentVolumes: 24,
+		// One per pod of every test's StatefulSets, claims are never reused: the namespace-rule,
+		// refusal and pacing tests alone run 14 pods.
+		PersistentVolumes: 48,
 	})
 	if buildErr := <-built; err == nil {
 		err = buildErr

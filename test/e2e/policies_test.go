@@ -270,24 +270,38 @@ func TestRefusedPodsStopAPacedRollout(t *testing.T) {
 		s.applyStatefulSet(t, ns, writeStatefulSet(t, name+".yaml", sts))
 		names = append(names, name)
 	}
-	untouched := s.statefulSet(t, ns, names[1])
+	before := map[string]int64{}
+	for _, name := range names {
+		before[name] = s.statefulSet(t, ns, name).Generation
+	}
 	s.kubectl(t, "apply", "-n", ns, "-f", s.writeScratchVolume(t, func(sv *v1alpha1.ScratchVolume) {
 		sv.Name = "fleet"
 		sv.Spec.Target = v1alpha1.ScratchTarget{Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"dbtune.io/tmpdir": "ram"}}}
 		one := intstr.FromInt32(1)
 		sv.Spec.Rollout = &v1alpha1.RolloutPolicy{MaxInFlight: &one}
 	}))
+	// Either StatefulSet may go first; the other must not follow.
+	refused := ""
 	eventually(t, "the rollout to stop at the refused StatefulSet", func() (bool, string) {
 		sv := s.scratchVolume(t, ns, "fleet")
 		c := meta.FindStatusCondition(sv.Status.Conditions, v1alpha1.ConditionRolledOut)
 		if c == nil {
 			return false, "no RolledOut condition"
 		}
-		return c.Reason == v1alpha1.ReasonRolloutStopped && strings.Contains(c.Message, "refused to create the new pods of StatefulSet "+names[0]), c.Reason + ": " + c.Message
+		for _, name := range names {
+			if c.Reason == v1alpha1.ReasonRolloutStopped && strings.Contains(c.Message, "refused to create the new pods of StatefulSet "+name+" ") {
+				refused = name
+			}
+		}
+		return refused != "", c.Reason + ": " + c.Message
 	})
-	s.waitRolledOut(t, ns, names[0], nil)
-	if after := s.settle(t, ns, names[1]); after.Generation != untouched.Generation {
-		t.Errorf("the rollout went on to StatefulSet %s after %s was refused (generation %d to %d)", names[1], names[0], untouched.Generation, after.Generation)
+	other := names[0]
+	if refused == other {
+		other = names[1]
+	}
+	s.waitRolledOut(t, ns, refused, nil)
+	if after := s.settle(t, ns, other); after.Generation != before[other] {
+		t.Errorf("the rollout went on to StatefulSet %s after %s was refused (generation %d to %d)", other, refused, before[other], after.Generation)
 	}
 }
 
