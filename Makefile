@@ -125,9 +125,14 @@ test-realnode: ## Run the real-node tests: containerd and a kubelet beside the l
 ##@ Build
 
 .PHONY: build
-build: ## Build the manager and node-agent binaries into bin/.
+build: ## Build the manager, node-agent and kubectl-dbtune binaries into bin/.
 	go build -o bin/manager .
 	go build -o bin/node-agent ./node-agent
+	$(MAKE) plugin
+
+.PHONY: plugin
+plugin: ## Build the kubectl plugin into bin/kubectl-dbtune; on PATH it runs as kubectl dbtune.
+	go build -ldflags "-X main.version=$(VERSION) -X main.revision=$(REVISION)" -o bin/kubectl-dbtune ./api/kubectl-dbtune
 
 ##@ Demo
 
@@ -255,6 +260,12 @@ images-databases: images-mariadb ## Also build the MariaDB 11.8 and MySQL 9.7 te
 # The chart's version is RELEASE_VERSION when the images are tagged v$(RELEASE_VERSION), else its
 # pre-release named after their tag (0.1.0-dev); its appVersion, and so its images' default tag, is
 # VERSION. File times are the last commit's, so that the same sources give the same archive.
+# The plugin's release artifacts: an archive per platform, SHA256SUMS and the krew manifest that
+# installs them from the release's address (hack/plugin/dbtune.krew.yaml, filled in).
+.PHONY: plugin-release
+plugin-release: ## Build kubectl-dbtune's release archives (linux and darwin, amd64 and arm64), SHA256SUMS and krew manifest into bin/plugin.
+	go run ./hack/plugin -out bin/plugin -version $(VERSION) -revision "$(REVISION)" -mtime "$$(git log -1 --format=%ct 2>/dev/null || echo 0)"
+
 .PHONY: chart
 chart: ## Package the Helm chart into bin/chart/dbtune-scratch-operator-<version>.tgz (version from VERSION; images tagged VERSION=dev).
 	go -C test/helm run ./cmd/chart -chart ../../$(HELM_CHART) -out ../../bin/chart -version $(RELEASE_VERSION) \

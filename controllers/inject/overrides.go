@@ -22,27 +22,9 @@ import (
 // list keyed by name, so the injection is one write; the patch only gives the owner's value back on
 // revert.
 
-// override is the content of a state annotation.
-type override struct {
-	Container string   `json:"container"`
-	Args      []string `json:"args,omitempty"`
-	// Env is the variable EnvFlags were added to (ExtraFlags injection); EnvBefore is its value
-	// before (nil: the container did not set it) and EnvAfter the value written, to tell ours from a
-	// later edit and to give the user back exactly their value.
-	Env       string   `json:"env,omitempty"`
-	EnvFlags  []string `json:"envFlags,omitempty"`
-	EnvBefore *string  `json:"envBefore,omitempty"`
-	EnvAfter  string   `json:"envAfter,omitempty"`
-	// Memory is what was added to the container's memory request and limit.
-	Memory string `json:"memory,omitempty"`
-	// Request and Limit are the values that resulted, to tell our value from a later edit.
-	Request string `json:"request,omitempty"`
-	Limit   string `json:"limit,omitempty"`
-	// PodRequest and PodLimit are the pod-level memory request and limit that resulted, where the
-	// pod sets them: a reserve goes there too, which must hold the containers'.
-	PodRequest string `json:"podRequest,omitempty"`
-	PodLimit   string `json:"podLimit,omitempty"`
-}
+// override is the content of a state annotation: the API's InjectionState, which kubectl dbtune
+// reads too.
+type override = v1alpha1.InjectionState
 
 // ContainerChange is the args, environment and memory a container must end up with.
 type ContainerChange struct {
@@ -190,7 +172,7 @@ func Overrides(user, live *corev1.PodTemplateSpec, plans []*Plan, kept []string)
 	recorded := readOverrides(live)
 	for _, name := range kept {
 		if o, ok := recorded[name]; ok {
-			byContainer[o.Container] = append(byContainer[o.Container], o.contribution(name))
+			byContainer[o.Container] = append(byContainer[o.Container], recordedContribution(o, name))
 		}
 	}
 	var changes []ContainerChange
@@ -258,8 +240,9 @@ type contribution struct {
 	memory *resource.Quantity
 }
 
-// contribution is what a recorded override added, for a ScratchVolume that stays injected as it was.
-func (o override) contribution(sv string) contribution {
+// recordedContribution is what a recorded override added, for a ScratchVolume that stays injected
+// as it was.
+func recordedContribution(o override, sv string) contribution {
 	c := contribution{sv: sv, args: o.Args}
 	if q, err := resource.ParseQuantity(o.Memory); err == nil {
 		c.memory = &q

@@ -205,10 +205,10 @@ func missingBinaries(binDir string) []string {
 	return missing
 }
 
-// build compiles the manager and the node agent from the working tree, so the suite always runs the
+// build compiles the manager, the node agent and the kubectl plugin from the working tree, so the suite always runs the
 // code under test and never a stale bin/.
 func (s *suite) build(ctx context.Context) error {
-	for _, b := range []struct{ name, pkg string }{{"manager", "."}, {"node-agent", "./node-agent"}} {
+	for _, b := range []struct{ name, pkg string }{{"manager", "."}, {"node-agent", "./node-agent"}, {"kubectl-dbtune", "./api/kubectl-dbtune"}} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", s.binary(b.name), b.pkg)
 		cmd.Dir = s.root
 		cmd.Env = append(os.Environ(), "GOWORK=off")

@@ -10,16 +10,20 @@ import (
 
 // TestBinariesShareOnlyTheAPI keeps the manager and the node agent apart: each binary links the
 // API packages and its own, never the other's, so a change on one side cannot reach into the
-// other's image or privileges.
+// other's image or privileges. The kubectl plugin links neither: it is a client of the API alone.
 func TestBinariesShareOnlyTheAPI(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	const module = "github.com/dbtune/scratch-operator/"
-	for _, tt := range []struct{ binary, forbidden string }{
-		{binary: ".", forbidden: module + "node-agent/"},
-		{binary: "./node-agent", forbidden: module + "controllers"},
+	for _, tt := range []struct {
+		binary    string
+		forbidden []string
+	}{
+		{binary: ".", forbidden: []string{module + "node-agent/"}},
+		{binary: "./node-agent", forbidden: []string{module + "controllers"}},
+		{binary: "./api/kubectl-dbtune", forbidden: []string{module + "controllers", module + "node-agent/"}},
 	} {
 		cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", tt.binary)
 		cmd.Dir = root
@@ -32,8 +36,10 @@ func TestBinariesShareOnlyTheAPI(t *testing.T) {
 			if strings.HasPrefix(pkg, module) {
 				ours++
 			}
-			if strings.HasPrefix(pkg, tt.forbidden) {
-				t.Errorf("%s links %s", tt.binary, pkg)
+			for _, forbidden := range tt.forbidden {
+				if strings.HasPrefix(pkg, forbidden) {
+					t.Errorf("%s links %s", tt.binary, pkg)
+				}
 			}
 		}
 		if ours < 3 {
