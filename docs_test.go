@@ -20,6 +20,7 @@ import (
 var foreignPaths = map[string]bool{
 	// Kubernetes
 	"spec.template": true, "spec.template.spec.containers[]": true, "spec.volumes": true, "spec.volumeMounts": true,
+	"spec.containers": true, "spec.initContainers": true,
 	"spec.nodeSelector": true, "spec.holderIdentity": true, "spec.podSpec": true, "spec.force": true,
 	// The pod-level resources of a pod (KEP-2837).
 	"spec.resources": true,
@@ -71,18 +72,22 @@ func TestDocsNamesMatchTheCode(t *testing.T) {
 }
 
 // knownName says whether n is one of names, or a prefix among them followed by a placeholder such
-// as <name>.
+// as <name> or by a ScratchVolume's name, as a real output shows it.
 func knownName(n string, names []string) bool {
 	for _, k := range names {
 		if n == k {
 			return true
 		}
-		if rest, ok := strings.CutPrefix(n, k); ok && strings.HasSuffix(k, "/") && strings.HasPrefix(rest, "<") && strings.HasSuffix(rest, ">") {
+		if rest, ok := strings.CutPrefix(n, k); ok && strings.HasSuffix(k, "/") &&
+			(strings.HasPrefix(rest, "<") && strings.HasSuffix(rest, ">") || objectName.MatchString(rest)) {
 			return true
 		}
 	}
 	return false
 }
+
+// objectName is a ScratchVolume's name, as the pod-template annotations carry it.
+var objectName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // apiNames are the string constants of the api package that hold "dbtune.io", and its group
 // version.

@@ -355,7 +355,7 @@ func (a *app) waitApplied(ctx context.Context, res *approveResult, timeout time.
 		sv := &v1alpha1.ScratchVolume{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: res.Namespace, Name: res.ScratchVolume}, sv); err != nil {
 			last = err.Error()
-			return false, nil
+			return false, nil //nolint:nilerr // a failed read is tried again until the time is up
 		}
 		for _, ap := range pendingApprovals(sv) {
 			if ids[ap.ID] {

@@ -13,8 +13,9 @@ import (
 
 func (a *app) completeNamespaces(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 	return a.names(cmd, &corev1.NamespaceList{}, false, func(l client.ObjectList) []string {
-		var out []string
-		for _, ns := range l.(*corev1.NamespaceList).Items {
+		items := l.(*corev1.NamespaceList).Items
+		out := make([]string, 0, len(items))
+		for _, ns := range items {
 			out = append(out, ns.Name)
 		}
 		return out
@@ -26,8 +27,9 @@ func (a *app) completeScratchVolumes(cmd *cobra.Command, args []string, _ string
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	return a.names(cmd, &v1alpha1.ScratchVolumeList{}, true, func(l client.ObjectList) []string {
-		var out []string
-		for _, sv := range l.(*v1alpha1.ScratchVolumeList).Items {
+		items := l.(*v1alpha1.ScratchVolumeList).Items
+		out := make([]string, 0, len(items))
+		for _, sv := range items {
 			out = append(out, sv.Name)
 		}
 		return out
@@ -37,8 +39,9 @@ func (a *app) completeScratchVolumes(cmd *cobra.Command, args []string, _ string
 // completeTargets completes --target with the targets of the ScratchVolume named first.
 func (a *app) completeTargets(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	return a.names(cmd, &v1alpha1.ScratchVolumeList{}, true, func(l client.ObjectList) []string {
-		var out []string
-		for _, sv := range l.(*v1alpha1.ScratchVolumeList).Items {
+		items := l.(*v1alpha1.ScratchVolumeList).Items
+		out := make([]string, 0, len(items))
+		for _, sv := range items {
 			if len(args) > 0 && sv.Name != args[0] {
 				continue
 			}
@@ -55,8 +58,9 @@ func (a *app) completeStatefulSets(cmd *cobra.Command, args []string, _ string) 
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	return a.names(cmd, &appsv1.StatefulSetList{}, true, func(l client.ObjectList) []string {
-		var out []string
-		for _, sts := range l.(*appsv1.StatefulSetList).Items {
+		items := l.(*appsv1.StatefulSetList).Items
+		out := make([]string, 0, len(items))
+		for _, sts := range items {
 			out = append(out, "statefulset/"+sts.Name)
 		}
 		return out
@@ -68,8 +72,9 @@ func (a *app) completeNodes(cmd *cobra.Command, args []string, _ string) ([]stri
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	return a.names(cmd, &v1alpha1.NodeIOProfileList{}, false, func(l client.ObjectList) []string {
-		var out []string
-		for _, p := range l.(*v1alpha1.NodeIOProfileList).Items {
+		items := l.(*v1alpha1.NodeIOProfileList).Items
+		out := make([]string, 0, len(items))
+		for _, p := range items {
 			out = append(out, p.Name)
 		}
 		return out

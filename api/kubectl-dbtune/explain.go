@@ -271,7 +271,7 @@ func ownedEntries(sts *appsv1.StatefulSet) []string {
 			continue
 		}
 		var tree map[string]any
-		if json.Unmarshal(mf.FieldsV1.Raw, &tree) != nil {
+		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &tree) != nil {
 			continue
 		}
 		spec, _ := tree["f:spec"].(map[string]any)

@@ -149,8 +149,8 @@ func TestExplainNamesTheOperatorsEntries(t *testing.T) {
 		`"f:initContainers":{"k:{\"name\":\"dbtune-init-tmp\"}":{".":{},"f:image":{}}},"f:volumes":{"k:{\"name\":\"dbtune-scratch-tmp\"}":{".":{},"f:emptyDir":{"f:medium":{}}}}}}}}`
 	state, _ := json.Marshal(v1alpha1.InjectionState{Container: "mariadb", Memory: "512Mi", Request: "1536Mi", Limit: "2560Mi"})
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop", ManagedFields: []metav1.ManagedFieldsEntry{
-		{Manager: "kubectl-client-side-apply", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:template":{"f:spec":{"f:volumes":{"k:{\"name\":\"data\"}":{}}}}}}`)}},
-		{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}},
+		{Manager: "kubectl-client-side-apply", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:template":{"f:spec":{"f:volumes":{"k:{\"name\":\"data\"}":{}}}}}}`)},
+		{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(fields)},
 	}}}
 	sts.Spec.Template.Annotations = map[string]string{sv.InjectionAnnotation(): "abc123", sv.StateAnnotation(): string(state)}
 	sv.Status.Targets = []v1alpha1.ScratchTargetStatus{{Name: "db", Injected: true, ConfigHash: "abc123", Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1}}
@@ -251,7 +251,8 @@ func TestStatusSaysWhyAndWhatNext(t *testing.T) {
 		"  next: make the policy the message names admit the injected pods, then edit any field of the spec of pool",
 		"  c: change cccc333333 awaits approval for 3h: the manager renders it otherwise",
 		"    - tmpdir moves to /var/lib/mysql-tmp/t",
-		"    approve: kubectl dbtune approve pool -n shop --target c",
+		"    approve: kubectl dbtune approve pool -n shop --change cccc333333",
+		"  a, b: change aaaa111111 awaits approval: the manager renders it otherwise",
 		`  d: the API server refused its injected pods: pods "d-0" is forbidden: no RAM volumes here`,
 		"  sizing Automatic: AwaitingApproval → 1Gi (approve: kubectl dbtune approve pool -n shop --change zzzz999999)",
 	} {

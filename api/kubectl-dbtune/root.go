@@ -135,9 +135,9 @@ func userError(err error, what access) error {
 		if what.namespace != "" {
 			where = "in namespace " + what.namespace
 		}
-		return fmt.Errorf("you may not %s %s %s.\n  It needs %s.\n  The API server said: %v", what.verb, what.resource, where, what.grant, err)
+		return fmt.Errorf("you may not %s %s %s.\n  It needs %s.\n  The API server said: %w", what.verb, what.resource, where, what.grant, err)
 	case apierrors.IsUnauthorized(err):
-		return fmt.Errorf("the API server did not accept your credentials (%v): log in again, or pick another context with --context", err)
+		return fmt.Errorf("the API server did not accept your credentials (%w): log in again, or pick another context with --context", err)
 	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err) && strings.Contains(err.Error(), "the server could not find the requested resource"):
 		return notInstalled(what.resource)
 	}

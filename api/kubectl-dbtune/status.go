@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -113,7 +114,7 @@ For a ScratchVolume that is not Ready it gives the reason and the next step.`,
 		ValidArgsFunction: a.completeScratchVolumes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all && len(args) == 1 {
-				return fmt.Errorf("name one ScratchVolume or use --all-namespaces, not both: a name belongs to one namespace")
+				return errors.New("name one ScratchVolume or use --all-namespaces, not both: a name belongs to one namespace")
 			}
 			ctx, cancel := a.context(cmd)
 			defer cancel()
@@ -356,15 +357,31 @@ func writeVolume(w io.Writer, s volumeSummary, now time.Time) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", t.Name, yesNo(t.Injected), pods(t), peak(t, s.Size), largePages(t.LargePages), waiting(t, now))
 	}
 	_ = tw.Flush()
+	// A change is described once, with every target it waits on: an approval names the change.
+	var ids []string
+	waitingOn := map[string][]targetRow{}
 	for _, t := range s.Targets {
-		if t.Pending != nil {
-			p := t.Pending
-			fmt.Fprintf(w, "  %s: change %s %s: %s\n", t.Name, p.ID, describeWait(p, now), p.Why)
-			for _, c := range p.Changes {
-				fmt.Fprintf(w, "    - %s\n", c)
+		if p := t.Pending; p != nil {
+			if _, seen := waitingOn[p.ID]; !seen {
+				ids = append(ids, p.ID)
 			}
-			fmt.Fprintf(w, "    approve: kubectl dbtune approve %s -n %s --target %s\n", s.Name, s.Namespace, t.Name)
+			waitingOn[p.ID] = append(waitingOn[p.ID], t)
 		}
+	}
+	for _, id := range ids {
+		targets := waitingOn[id]
+		var names []string
+		for _, t := range targets {
+			names = append(names, t.Name)
+		}
+		p := targets[0].Pending
+		fmt.Fprintf(w, "  %s: change %s %s: %s\n", strings.Join(names, ", "), p.ID, describeWait(p, now), p.Why)
+		for _, c := range p.Changes {
+			fmt.Fprintf(w, "    - %s\n", c)
+		}
+		fmt.Fprintf(w, "    approve: kubectl dbtune approve %s -n %s --change %s\n", s.Name, s.Namespace, p.ID)
+	}
+	for _, t := range s.Targets {
 		if t.Refused != "" {
 			fmt.Fprintf(w, "  %s: the API server refused its injected pods: %s\n", t.Name, t.Refused)
 		} else if !t.Injected && t.Message != "" {

@@ -62,8 +62,8 @@ func TestPluginApprovesWhatWaits(t *testing.T) {
 	out, _, ok := run("status")
 	for _, want := range []string{
 		"mariadb: change " + change.ID + " awaits approval",
-		"approve: kubectl dbtune approve mariadb -n fleet --target mariadb",
-		"pool-a: change " + poolChange + " awaits approval",
+		"approve: kubectl dbtune approve mariadb -n fleet --change " + change.ID,
+		"pool-a, pool-b, pool-c: change " + poolChange + " awaits approval",
 	} {
 		if !ok || !strings.Contains(out, want) {
 			t.Errorf("status does not say %q", want)
