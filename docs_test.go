@@ -264,6 +264,10 @@ func makeInvocation(cmd string) []string {
 	if !ok {
 		return nil
 	}
+	// A shell operator ends the make command: what follows is another command.
+	if i := strings.IndexAny(rest, "&|;#"); i >= 0 {
+		rest = rest[:i]
+	}
 	var targets []string
 	for _, w := range strings.Fields(rest) {
 		if strings.ContainsAny(w, "=#-") && !regexp.MustCompile(`^[a-z][a-z0-9-]*$`).MatchString(w) || strings.HasPrefix(w, "-") {
@@ -319,4 +323,21 @@ func helmValuePaths(t *testing.T) map[string]bool {
 		t.Fatalf("values.yaml has no manager.image.repository or nodeAgent.image.repository: %d keys", len(out))
 	}
 	return out
+}
+
+func TestMakeInvocation(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"make test":                                   "test",
+		"make generate manifests docs-api":            "generate manifests docs-api",
+		"make chart VERSION=v0.1.0":                   "chart",
+		"make plugin && install bin/kubectl-dbtune /": "plugin",
+		"make demo; make demo-down":                   "demo",
+		"make bench-scale # about an hour":            "bench-scale",
+		"make -C hack images":                         "",
+		"go run . make test":                          "",
+	} {
+		if got := strings.Join(makeInvocation(cmd), " "); got != want {
+			t.Errorf("makeInvocation(%q) = %q, want %q", cmd, got, want)
+		}
+	}
 }

@@ -11,21 +11,26 @@ type InjectionState struct {
 	Container string `json:"container"`
 	// Args are the flags appended to the container's args (injection: Args).
 	Args []string `json:"args,omitempty"`
-	// Env is the variable EnvFlags were added to (injection: ExtraFlags); EnvBefore is its value
-	// before (nil: the container did not set it) and EnvAfter the value written, to tell the
-	// controller's value from a later edit and to give the owner back exactly theirs.
-	Env       string   `json:"env,omitempty"`
-	EnvFlags  []string `json:"envFlags,omitempty"`
-	EnvBefore *string  `json:"envBefore,omitempty"`
-	EnvAfter  string   `json:"envAfter,omitempty"`
+	// Env is the environment variable the flags were added to (injection: ExtraFlags).
+	Env string `json:"env,omitempty"`
+	// EnvFlags are the flags added to Env.
+	EnvFlags []string `json:"envFlags,omitempty"`
+	// EnvBefore is Env's value before the controller wrote it; nil when the container did not set
+	// it. A revert gives the owner back exactly this.
+	EnvBefore *string `json:"envBefore,omitempty"`
+	// EnvAfter is the value the controller wrote, to tell its own value from a later edit.
+	EnvAfter string `json:"envAfter,omitempty"`
 	// Memory is what was added to the container's memory request and limit (accounting: Reserve).
 	Memory string `json:"memory,omitempty"`
-	// Request and Limit are the container's values that resulted, to tell the controller's value
-	// from a later edit.
+	// Request is the container's memory request that resulted, to tell the controller's value from
+	// a later edit.
 	Request string `json:"request,omitempty"`
-	Limit   string `json:"limit,omitempty"`
-	// PodRequest and PodLimit are the pod-level memory request and limit that resulted, where the
-	// pod sets them: a reserve goes there too, which must hold the containers'.
+	// Limit is the container's memory limit that resulted, to tell the controller's value from a
+	// later edit.
+	Limit string `json:"limit,omitempty"`
+	// PodRequest is the pod-level memory request that resulted, where the pod sets one: a reserve
+	// goes there too, since the pod's resources must hold the containers'.
 	PodRequest string `json:"podRequest,omitempty"`
-	PodLimit   string `json:"podLimit,omitempty"`
+	// PodLimit is the pod-level memory limit that resulted, where the pod sets one.
+	PodLimit string `json:"podLimit,omitempty"`
 }

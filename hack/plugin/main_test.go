@@ -37,8 +37,11 @@ func TestReleaseArtifacts(t *testing.T) {
 		Kind       string `json:"kind"`
 		Metadata   struct{ Name string }
 		Spec       struct {
-			Version   string
-			Platforms []struct {
+			Version          string
+			Homepage         string `json:"homepage"`
+			ShortDescription string `json:"shortDescription"`
+			Description      string `json:"description"`
+			Platforms        []struct {
 				Selector struct{ MatchLabels map[string]string } `json:"selector"`
 				URI      string                                  `json:"uri"`
 				SHA256   string                                  `json:"sha256"`
@@ -52,6 +55,11 @@ func TestReleaseArtifacts(t *testing.T) {
 	}
 	if m.APIVersion != "krew.googlecontainertools.github.com/v1alpha2" || m.Kind != "Plugin" || m.Metadata.Name != "dbtune" || m.Spec.Version != "v9.9.9" || len(m.Spec.Platforms) != 1 {
 		t.Fatalf("the krew manifest is not the plugin's: %s", raw)
+	}
+	// krew's index validation refuses a manifest without a short description and shows the rest on
+	// `kubectl krew info`.
+	if m.Spec.ShortDescription == "" || len(m.Spec.ShortDescription) > 255 || m.Spec.Description == "" || !strings.HasPrefix(m.Spec.Homepage, "https://") {
+		t.Errorf("the krew manifest's descriptions or homepage are missing: %q, %q, %q", m.Spec.ShortDescription, m.Spec.Description, m.Spec.Homepage)
 	}
 	p := m.Spec.Platforms[0]
 	archive := filepath.Join(out, "kubectl-dbtune_v9.9.9_"+runtime.GOOS+"_"+runtime.GOARCH+".tar.gz")
