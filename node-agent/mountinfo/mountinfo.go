@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strconv"
 	"strings"
+
+	"github.com/dbtune/scratch-operator/api/paths"
 )
 
 // Entry is one line of mountinfo.
@@ -146,4 +149,24 @@ func isOctal(s string) bool {
 		}
 	}
 	return len(s) == 3
+}
+
+// Containing finds the mount a path lives on, as df does: the entry with the longest mount point
+// that contains the path, comparing whole path components (/var/lib/mysql-old is not under
+// /var/lib/mysql). On a tie the later entry wins, since a later mount on the same point hides the
+// earlier one (a /dev/shm mounted over /dev/shm, as on some hosts).
+func Containing(entries []Entry, p string) (Entry, bool) {
+	p = path.Clean(p)
+	best, bestLen := -1, -1
+	for i := range entries {
+		mp := entries[i].MountPoint
+		if !paths.Within(p, mp) || len(mp) < bestLen {
+			continue
+		}
+		best, bestLen = i, len(mp)
+	}
+	if best < 0 {
+		return Entry{}, false
+	}
+	return entries[best], true
 }

@@ -77,3 +77,35 @@ func TestRead(t *testing.T) {
 		t.Errorf("Read(/proc/self/mountinfo) = %d entries, %v; want this process's mounts", len(got), err)
 	}
 }
+
+func TestContaining(t *testing.T) {
+	const table = `29 1 252:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw,discard
+412 29 252:1 /srv/data /srv/my\040data rw,relatime shared:1 master:7 propagate_from:2 - ext4 /dev/vda1 rw
+101 29 253:1 / /var/lib/mysql rw,noatime - ext4 /dev/mapper/vg-mysql rw
+30 24 0:25 / /dev/shm rw,nosuid,nodev shared:4 - tmpfs tmpfs rw,inode64
+31 24 0:26 / /dev/shm rw,nosuid,nodev - tmpfs shm rw
+40 29 0:45 /@srv /srv/back\134slash rw unbindable - btrfs /dev/mapper/vg0-srv rw,subvol=/@srv
+`
+	entries, err := Parse(strings.NewReader(table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := entries
+	for path, wantSource := range map[string]string{
+		"/var/lib/mysql":       "/dev/mapper/vg-mysql",
+		"/var/lib/mysql/":      "/dev/mapper/vg-mysql",
+		"/var/lib/mysql/a/../": "/dev/mapper/vg-mysql",
+		"/var/lib/mysqlx":      "/dev/vda1",
+		"/dev/shm/x":           "shm", // the later of two stacked mounts is the visible one
+		"/srv/my data/x":       "/dev/vda1",
+		"/":                    "/dev/vda1",
+	} {
+		m, ok := Containing(got, path)
+		if !ok || m.Source != wantSource {
+			t.Errorf("Containing(%q) = %+v, %t; want the mount from %s", path, m, ok, wantSource)
+		}
+	}
+	if m, ok := Containing(got[2:3], "/etc"); ok {
+		t.Errorf("Containing(/etc) without a root mount = %+v, want none", m)
+	}
+}

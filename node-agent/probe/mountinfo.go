@@ -3,30 +3,26 @@ package probe
 import (
 	"strings"
 
-	"github.com/dbtune/scratch-operator/api/paths"
 	"github.com/dbtune/scratch-operator/node-agent/mountinfo"
 )
 
-// findMount picks the mount a path lives on: among the entries with the path's device number, the
-// one with the longest mount point that contains the path, the later one on a tie because a later
-// mount on the same point hides the earlier (a /dev/shm mounted over /dev/shm, as on some hosts).
-// When no mount point contains the path (it was reached through a bind mount from elsewhere), the
-// last entry with the device number still tells the filesystem.
+// findMount picks the mount a path lives on among the entries with the path's device number: the
+// one mountinfo.Containing finds. When no mount point contains the path (it was reached through a
+// bind mount from elsewhere), the last entry with the device number still tells the filesystem.
 func findMount(entries []mountinfo.Entry, major, minor uint32, path string) (mountinfo.Entry, bool) {
-	best, bestLen, found := mountinfo.Entry{}, -1, false
+	var same []mountinfo.Entry
 	for _, e := range entries {
-		if e.Major != major || e.Minor != minor {
-			continue
-		}
-		l := -1
-		if paths.Within(path, e.MountPoint) {
-			l = len(e.MountPoint)
-		}
-		if !found || l >= bestLen {
-			best, bestLen, found = e, l, true
+		if e.Major == major && e.Minor == minor {
+			same = append(same, e)
 		}
 	}
-	return best, found
+	if m, ok := mountinfo.Containing(same, path); ok {
+		return m, true
+	}
+	if len(same) == 0 {
+		return mountinfo.Entry{}, false
+	}
+	return same[len(same)-1], true
 }
 
 // mergeOptions lists the per-mount options, then the superblock options not already among them:

@@ -3,46 +3,11 @@ package readahead
 import (
 	"errors"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/dbtune/scratch-operator/node-agent/mountinfo"
 )
-
-func TestMountOf(t *testing.T) {
-	const table = `29 1 252:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw,discard
-412 29 252:1 /srv/data /srv/my\040data rw,relatime shared:1 master:7 propagate_from:2 - ext4 /dev/vda1 rw
-101 29 253:1 / /var/lib/mysql rw,noatime - ext4 /dev/mapper/vg-mysql rw
-30 24 0:25 / /dev/shm rw,nosuid,nodev shared:4 - tmpfs tmpfs rw,inode64
-31 24 0:26 / /dev/shm rw,nosuid,nodev - tmpfs shm rw
-40 29 0:45 /@srv /srv/back\134slash rw unbindable - btrfs /dev/mapper/vg0-srv rw,subvol=/@srv
-`
-	entries, err := mountinfo.Parse(strings.NewReader(table))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := entries
-	for path, wantSource := range map[string]string{
-		"/var/lib/mysql":       "/dev/mapper/vg-mysql",
-		"/var/lib/mysql/":      "/dev/mapper/vg-mysql",
-		"/var/lib/mysql/a/../": "/dev/mapper/vg-mysql",
-		"/var/lib/mysqlx":      "/dev/vda1",
-		"/dev/shm/x":           "shm", // the later of two stacked mounts is the visible one
-		"/srv/my data/x":       "/dev/vda1",
-		"/":                    "/dev/vda1",
-	} {
-		m, ok := mountOf(got, path)
-		if !ok || m.Source != wantSource {
-			t.Errorf("mountOf(%q) = %+v, %t; want the mount from %s", path, m, ok, wantSource)
-		}
-	}
-	if m, ok := mountOf(got[2:3], "/etc"); ok {
-		t.Errorf("mountOf(/etc) without a root mount = %+v, want none", m)
-	}
-}
 
 func TestCompareNatural(t *testing.T) {
 	got := []string{"sdaa", "dm-10", "sda10", "nvme10n1", "sda", "dm-2", "sda2", "nvme1n1p2", "nvme1n1", "sdb", "loop0", "dm-02"}

@@ -113,7 +113,7 @@ func (s *selector) byMount(mountPath string) {
 		fail(ErrMountNotFound, "it is not an absolute path")
 		return
 	}
-	m, ok := mountOf(s.inv.Mounts, mountPath)
+	m, ok := mountinfo.Containing(s.inv.Mounts, mountPath)
 	if !ok {
 		fail(ErrMountNotFound, "no mount in the mount table contains it")
 		return
