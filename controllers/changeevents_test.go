@@ -63,7 +63,7 @@ func TestChangeEventsOnePerScratchVolumeAndReason(t *testing.T) {
 	events := r.changeEvents()
 	fleet, other := namedScratchVolume("fleet"), namedScratchVolume("other")
 	injected := func(name string) decide.Change {
-		return decide.Change{SV: fleet, Reason: EventInjected, Action: decide.ActionInject, Note: "Injected a 256Mi RAM volume into container mysql of StatefulSet " + name, Many: "Injected a 256Mi RAM volume into"}
+		return decide.Change{SV: fleet, Reason: decide.EventInjected, Action: decide.ActionInject, Note: "Injected a 256Mi RAM volume into container mysql of StatefulSet " + name, Many: "Injected a 256Mi RAM volume into"}
 	}
 	var wg sync.WaitGroup
 	for i := 11; i >= 0; i-- {
@@ -73,15 +73,15 @@ func TestChangeEventsOnePerScratchVolumeAndReason(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	events.add(namedStatefulSet("db-03"), decide.Change{SV: fleet, Reason: EventRestored, Action: decide.ActionInject, Note: "Restored entries of StatefulSet db-03", Many: "Restored entries in"})
-	events.add(namedStatefulSet("db-07"), decide.Change{SV: other, Reason: EventUpdated, Action: decide.ActionInject, Note: "Updated the injection in StatefulSet db-07", Many: "Updated the injection in"})
-	events.add(namedStatefulSet("db-02"), decide.Change{SV: other, Reason: EventUpdated, Action: decide.ActionInject, Note: "Updated the injection in StatefulSet db-02", Many: "Updated the injection in"})
+	events.add(namedStatefulSet("db-03"), decide.Change{SV: fleet, Reason: decide.EventRestored, Action: decide.ActionInject, Note: "Restored entries of StatefulSet db-03", Many: "Restored entries in"})
+	events.add(namedStatefulSet("db-07"), decide.Change{SV: other, Reason: decide.EventUpdated, Action: decide.ActionInject, Note: "Updated the injection in StatefulSet db-07", Many: "Updated the injection in"})
+	events.add(namedStatefulSet("db-02"), decide.Change{SV: other, Reason: decide.EventUpdated, Action: decide.ActionInject, Note: "Updated the injection in StatefulSet db-02", Many: "Updated the injection in"})
 	events.record()
 
 	want := []recordedEvent{
-		{"ns/fleet", "ns/db-00", EventInjected, decide.ActionInject, "Injected a 256Mi RAM volume into 12 StatefulSets: db-00, db-01, db-02, db-03, db-04, db-05, db-06, db-07 and 4 more; status.targets says where each one's temporary data goes"},
-		{"ns/fleet", "ns/db-03", EventRestored, decide.ActionInject, "Restored entries of StatefulSet db-03"},
-		{"ns/other", "ns/db-02", EventUpdated, decide.ActionInject, "Updated the injection in 2 StatefulSets: db-02, db-07; status.targets says where each one's temporary data goes"},
+		{"ns/fleet", "ns/db-00", decide.EventInjected, decide.ActionInject, "Injected a 256Mi RAM volume into 12 StatefulSets: db-00, db-01, db-02, db-03, db-04, db-05, db-06, db-07 and 4 more; status.targets says where each one's temporary data goes"},
+		{"ns/fleet", "ns/db-03", decide.EventRestored, decide.ActionInject, "Restored entries of StatefulSet db-03"},
+		{"ns/other", "ns/db-02", decide.EventUpdated, decide.ActionInject, "Updated the injection in 2 StatefulSets: db-02, db-07; status.targets says where each one's temporary data goes"},
 	}
 	if fmt.Sprint(capture.events) != fmt.Sprint(want) {
 		t.Errorf("recorded\n%v\nwant\n%v", capture.events, want)
@@ -102,10 +102,10 @@ func TestChangeEventsNotesFitTheAPI(t *testing.T) {
 	sv := namedScratchVolume("fleet")
 	for i := range 9 {
 		name := fmt.Sprintf("%s-%d", long, i)
-		events.add(namedStatefulSet(name), decide.Change{SV: sv, Reason: EventReverted, Action: decide.ActionRevert, Note: "Removed from " + name, Many: "Removed the RAM volume and its settings from"})
+		events.add(namedStatefulSet(name), decide.Change{SV: sv, Reason: decide.EventReverted, Action: decide.ActionRevert, Note: "Removed from " + name, Many: "Removed the RAM volume and its settings from"})
 	}
 	lone := namedScratchVolume("lone")
-	events.add(namedStatefulSet("x"), decide.Change{SV: lone, Reason: EventReverted, Action: decide.ActionRevert, Note: "Removed " + strings.Repeat("é", 600), Many: "Removed from"})
+	events.add(namedStatefulSet("x"), decide.Change{SV: lone, Reason: decide.EventReverted, Action: decide.ActionRevert, Note: "Removed " + strings.Repeat("é", 600), Many: "Removed from"})
 	events.record()
 	if len(capture.events) != 2 {
 		t.Fatalf("recorded %d Events, want 2", len(capture.events))

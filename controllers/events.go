@@ -21,30 +21,6 @@ import (
 	"github.com/dbtune/scratch-operator/controllers/decide"
 )
 
-// Event reasons, predefined so that users can filter on them
-// (`kubectl get events --field-selector reason=Injected`). Package decide decides which Events to
-// record; these are its reasons under the names the binaries and tests use.
-const (
-	// EventInjected: the ScratchVolume's entries were added to a StatefulSet.
-	EventInjected = decide.EventInjected
-	// EventUpdated: the injected entries of a StatefulSet changed (new size, image, layout…).
-	EventUpdated = decide.EventUpdated
-	// EventRestored: entries removed by another field manager or by hand were put back.
-	EventRestored = decide.EventRestored
-	// EventReverted: the ScratchVolume's entries were removed from a StatefulSet.
-	EventReverted = decide.EventReverted
-	// EventBlocked: the StatefulSet was left untouched; the note says what the user must change.
-	EventBlocked = decide.EventBlocked
-	// EventMemoryWarning: the injection goes ahead, but nothing bounds tmpfs plus the database.
-	EventMemoryWarning = decide.EventMemoryWarning
-	// EventFightingAnotherWriter: another writer kept removing the entries from a StatefulSet, and
-	// the controller stopped restoring them; recorded once per fight.
-	EventFightingAnotherWriter = decide.EventFightingAnotherWriter
-	// EventScratchVolumeFull: a node agent found a pod's RAM volume full; recorded once per time
-	// it filled up.
-	EventScratchVolumeFull = decide.EventScratchVolumeFull
-)
-
 // changeEvents gathers the Injected, Updated, Restored and Reverted Events of one pass over a
 // ScratchVolume's targets and records them when the pass ends, one per ScratchVolume and reason.
 // A change of one StatefulSet keeps its own note, which says what went where; a change of many
@@ -111,7 +87,7 @@ func (e *changeEvents) record() {
 			names[i] = sts.Name
 		}
 		note := fmt.Sprintf("%s %d StatefulSets: %s", g.first.Many, len(names), conditions.Names(names, conditions.MaxListed))
-		if k.reason == EventInjected || k.reason == EventUpdated {
+		if k.reason == decide.EventInjected || k.reason == decide.EventUpdated {
 			note += "; status.targets says where each one's temporary data goes"
 		}
 		e.recorder.Eventf(g.sv, g.sts[0], corev1.EventTypeNormal, k.reason, g.first.Action, "%s", conditions.Cut(note, conditions.MaxEventNote))

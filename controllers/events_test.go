@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
-	"github.com/dbtune/scratch-operator/controllers"
+	"github.com/dbtune/scratch-operator/controllers/decide"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
@@ -51,12 +51,12 @@ func TestFleetChangesAreFewEvents(t *testing.T) {
 	sv.Spec.Target = v1alpha1.ScratchTarget{Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"tier": "db"}}}
 	create(t, e, sv)
 	testenv.Eventually(t, waitTimeout, func() string { return injectedCount(t, e, ns, 6) })
-	testenv.Eventually(t, waitTimeout, func() string { return changeEventsName(t, ns, "fleet", controllers.EventInjected, fleet) })
+	testenv.Eventually(t, waitTimeout, func() string { return changeEventsName(t, ns, "fleet", decide.EventInjected, fleet) })
 
 	create(t, e, mariadbStatefulSet(ns, "db-6"))
 	testenv.Eventually(t, waitTimeout, func() string { return injectedCount(t, e, ns, 7) })
 	testenv.Eventually(t, waitTimeout, func() string {
-		for _, ev := range changeEvents(t, ns, "fleet", controllers.EventInjected) {
+		for _, ev := range changeEvents(t, ns, "fleet", decide.EventInjected) {
 			if ev.Related != nil && ev.Related.Name == "db-6" {
 				if want := "into container mariadb of StatefulSet db-6"; !strings.Contains(ev.Note, want) {
 					return fmt.Sprintf("db-6's Injected Event says %q, want %q", ev.Note, want)
@@ -71,7 +71,7 @@ func TestFleetChangesAreFewEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, waitTimeout, func() string {
-		return changeEventsName(t, ns, "fleet", controllers.EventReverted, append(fleet, "db-6"))
+		return changeEventsName(t, ns, "fleet", decide.EventReverted, append(fleet, "db-6"))
 	})
 }
 

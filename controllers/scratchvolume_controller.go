@@ -47,8 +47,8 @@ type ScratchVolumeReconciler struct {
 	// them (default 1).
 	MaxConcurrentReconciles int
 	// WriteWar is when the controller stops restoring entries another writer keeps removing
-	// (default: 3 restores within 10 minutes).
-	WriteWar WriteWarRule
+	// (zero fields take the defaults: 3 restores within 10 minutes).
+	WriteWar decide.WriteWarRule
 	// Version is the manager's version, recorded in the status with what it applies and named by
 	// the changes it holds back (default "dev").
 	Version string
@@ -99,16 +99,6 @@ func (r *ScratchVolumeReconciler) version() string {
 	}
 	return r.Version
 }
-
-// WriteWarRule says when the controller stops restoring its entries on a StatefulSet that another
-// writer keeps removing them from (decide.WriteWarRule). Zero fields take the defaults.
-type WriteWarRule = decide.WriteWarRule
-
-// The write-war rule's defaults: the window allows 3 restores in 10 minutes.
-const (
-	DefaultWriteWarRestores = decide.DefaultWriteWarRestores
-	DefaultWriteWarWindow   = decide.DefaultWriteWarWindow
-)
 
 // Every verb below is one the manager's requests need; test/realnode compares them with the API
 // server's audit log of the installed manager. Two are needed without a request of their own:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dbtune/scratch-operator/controllers"
+	"github.com/dbtune/scratch-operator/controllers/decide"
 	"github.com/dbtune/scratch-operator/test/testenv"
 	"github.com/dbtune/scratch-operator/test/testmanager"
 )
@@ -41,7 +42,7 @@ func startManager(t *testing.T) *testenv.Env {
 		var m *testmanager.Manager
 		m, managerErr = testmanager.Start(e.Config, e.Scheme, func(r *controllers.ScratchVolumeReconciler) {
 			// The default rule with a window short enough for a test to see a fight end.
-			r.WriteWar = controllers.WriteWarRule{Restores: controllers.DefaultWriteWarRestores, Window: writeWarWindow}
+			r.WriteWar = decide.WriteWarRule{Restores: decide.DefaultWriteWarRestores, Window: writeWarWindow}
 			// No pacing but where a ScratchVolume asks for it (envtest runs no StatefulSet
 			// controller, so nothing ever rolls out by itself), with a deadline short enough to
 			// see a rollout stop.

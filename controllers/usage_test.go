@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
-	"github.com/dbtune/scratch-operator/controllers"
+	"github.com/dbtune/scratch-operator/controllers/decide"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
@@ -159,19 +159,19 @@ func fullEvents(t *testing.T, ns string, n int, says string) string {
 	}
 	var notes []string
 	for _, ev := range list.Items {
-		if ev.Reason == controllers.EventScratchVolumeFull {
+		if ev.Reason == decide.EventScratchVolumeFull {
 			notes = append(notes, ev.Note)
 		}
 	}
 	if len(notes) != n {
-		return fmt.Sprintf("%d %s Events %q, want %d", len(notes), controllers.EventScratchVolumeFull, notes, n)
+		return fmt.Sprintf("%d %s Events %q, want %d", len(notes), decide.EventScratchVolumeFull, notes, n)
 	}
 	for _, note := range notes {
 		if strings.Contains(note, says) && strings.Contains(note, "No space left on device") && strings.Contains(note, "1Gi") {
 			return ""
 		}
 	}
-	return fmt.Sprintf("no %s Event says %q, the recommendation and what fails: %q", controllers.EventScratchVolumeFull, says, notes)
+	return fmt.Sprintf("no %s Event says %q, the recommendation and what fails: %q", decide.EventScratchVolumeFull, says, notes)
 }
 
 // TestLargePagesFromTheNodeAgents: what the agents say each pod's volume runs with reaches the

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
-	"github.com/dbtune/scratch-operator/controllers"
+	"github.com/dbtune/scratch-operator/controllers/decide"
 )
 
 // scratchName is the user's ScratchVolume.
@@ -468,7 +468,7 @@ func (p *product) assertStatusSawTheFill(ctx context.Context, t *testing.T, pod 
 		t.Errorf("the target's usage is %+v, want the one pod", sv.Status.Targets)
 	}
 	waitFor(t, 30*time.Second, "one ScratchVolumeFull Event per full episode", func() (bool, string) {
-		evs, err := p.cs.EventsV1().Events(p.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + controllers.EventScratchVolumeFull})
+		evs, err := p.cs.EventsV1().Events(p.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + decide.EventScratchVolumeFull})
 		if err != nil {
 			return false, err.Error()
 		}

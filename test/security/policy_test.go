@@ -26,6 +26,7 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers"
+	"github.com/dbtune/scratch-operator/controllers/decide"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
@@ -191,7 +192,7 @@ func TestOperatorUnderOptInPolicy(t *testing.T) {
 			}
 			return ""
 		})
-		assertWarning(t, c, ns, "tmp-other", controllers.EventBlocked)
+		assertWarning(t, c, ns, "tmp-other", decide.EventBlocked)
 	})
 	t.Run("the label lets the injection through", func(t *testing.T) {
 		setOptIn(t, c, ns, "other", true)
