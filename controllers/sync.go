@@ -189,7 +189,7 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 		return nil, fmt.Errorf("failed to get StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 	}
 	targetsPlanned.WithLabelValues(sts.Namespace).Inc()
-	tp := decide.PlanTarget(svs, live, view.rules, r.gate(ctx, refused))
+	tp := decide.PlanTarget(svs, live, view.rules, r.gate(ctx, live, svs, refused))
 	if tp.Settled() {
 		if tp.Waiting() || tp.Rechecked() || tp.Refused() {
 			r.decisions.Forget(key)
@@ -235,7 +235,7 @@ func (r *ScratchVolumeReconciler) writePlan(ctx context.Context, sts, live *apps
 	// before the next decision, and the object that decision is made from, so that the syncs
 	// the write brings (its own watch event, the StatefulSet controller's status) need no read.
 	r.written.Record(key, live.Generation)
-	if after := decide.PlanTarget(svs, live, view.rules, r.gate(ctx, nil)); after.Settled() && !after.Waiting() && !after.Rechecked() && !after.Refused() {
+	if after := decide.PlanTarget(svs, live, view.rules, r.gate(ctx, live, svs, nil)); after.Settled() && !after.Waiting() && !after.Rechecked() && !after.Refused() {
 		r.decisions.Remember(key, fleetcache.InputsOf(live, svs, view.stamp), after.Outcomes)
 	}
 	g := r.guards.Update(key, svs, func(g decide.Guard) decide.Guard { return rule.AfterWrite(g, now, !restored.Empty()) })
@@ -248,20 +248,18 @@ func (r *ScratchVolumeReconciler) writePlan(ctx context.Context, sts, live *apps
 	return decide.WithGuard(fleetcache.SettledOutcomes(tp.Outcomes), g), nil
 }
 
-// gate is what holds back the changes nobody wrote, as of now: the manager's version and default
-// maintenance windows, and the drop-in ConfigMaps as the cache has them, to say what a change
-// would do to them; and the refused pod creations found on the StatefulSet.
-func (r *ScratchVolumeReconciler) gate(ctx context.Context, refused map[string]decide.Refusal) decide.Gate {
-	return decide.Gate{
-		Now: time.Now(), Version: r.version(), Windows: r.MaintenanceWindows, Refused: refused,
-		DropIn: func(sv *v1alpha1.ScratchVolume, sts string) map[string]string {
-			cm := &corev1.ConfigMap{}
-			if err := r.Get(ctx, client.ObjectKey{Namespace: sv.Namespace, Name: sv.ConfigMapName(sts)}, cm, client.UnsafeDisableDeepCopy); err != nil {
-				return nil
-			}
-			return cm.Data
-		},
+// gate is what holds back the changes nobody wrote to sts, as of now: the manager's version and
+// default maintenance windows, the drop-in ConfigMaps of svs as the cache has them, to say what a
+// change would do to them, and the refused pod creations found on the StatefulSet.
+func (r *ScratchVolumeReconciler) gate(ctx context.Context, sts *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume, refused map[string]decide.Refusal) decide.Gate {
+	dropIns := map[string]map[string]string{}
+	for _, sv := range svs {
+		cm := &corev1.ConfigMap{}
+		if err := r.Get(ctx, client.ObjectKey{Namespace: sv.Namespace, Name: sv.ConfigMapName(sts.Name)}, cm, client.UnsafeDisableDeepCopy); err == nil {
+			dropIns[sv.Name] = cm.Data
+		}
 	}
+	return decide.Gate{Now: time.Now(), Version: r.version(), Windows: r.MaintenanceWindows, Refused: refused, DropIns: dropIns}
 }
 
 // warnRefused records the Warning of each refusal found now, once its revert is written.

@@ -31,9 +31,10 @@ type Gate struct {
 	Version string
 	// Windows are the manager's default maintenance windows, for a ScratchVolume without its own.
 	Windows []v1alpha1.MaintenanceWindow
-	// DropIn returns the data of the drop-in ConfigMap a ScratchVolume has for a StatefulSet, nil
-	// when there is none; nil itself when there is no way to read it.
-	DropIn func(sv *v1alpha1.ScratchVolume, sts string) map[string]string
+	// DropIns are the data of the drop-in ConfigMaps the ScratchVolumes have for the StatefulSet,
+	// by ScratchVolume name, as read before the decision: what a pending change would do to them
+	// is part of its description. A ScratchVolume without one is absent.
+	DropIns map[string]map[string]string
 	// Refused are the refusals of pod creation found on the StatefulSet now, by ScratchVolume.
 	Refused map[string]Refusal
 }
@@ -231,10 +232,7 @@ func describe(o *Outcome, sts *appsv1.StatefulSet, user *corev1.PodTemplateSpec,
 	after := withoutHash(inject.Desired([]*inject.Plan{o.Plan}).WithAnnotations(statesFor(o, sts, user)), o.SV)
 	changes := entryChanges(withoutHash(before, o.SV), after)
 	if o.Plan.ConfigVolume != nil {
-		var data map[string]string
-		if g.DropIn != nil {
-			data = g.DropIn(o.SV, sts.Name)
-		}
+		data := g.DropIns[o.SV.Name]
 		changes = append(changes, lineChanges("drop-in "+o.Plan.ConfigKey, data[o.Plan.ConfigKey], o.Plan.ConfigData)...)
 	}
 	if len(changes) > 32 {

@@ -320,3 +320,47 @@ func TestPendingChangeSaysHowPodsRestart(t *testing.T) {
 		t.Errorf("restartsAtOnce = %d, want 2", got)
 	}
 }
+
+// TestPendingChangeReadsTheDropInGiven: what a waiting change does to the drop-in file is told
+// from the ConfigMap data the gate was given, line by line, and from nothing else.
+func TestPendingChangeReadsTheDropInGiven(t *testing.T) {
+	sv, sts := renderedBefore(t, "db", byV1)
+	plan := func(g Gate) *v1alpha1.PendingChange {
+		t.Helper()
+		o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, g).Outcomes[sv.Name]
+		if o.Waiting == nil || o.Waiting.Plan.ConfigVolume == nil {
+			t.Fatalf("the fixture's change must wait and carry a drop-in: %+v", o)
+		}
+		return o.Waiting.Change
+	}
+	fresh := plan(Gate{Now: saturday, Version: "v2"})
+	key := ""
+	for _, c := range fresh.Changes {
+		if strings.HasPrefix(c, "drop-in ") {
+			key, _, _ = strings.Cut(strings.TrimPrefix(c, "drop-in "), ":")
+			break
+		}
+	}
+	if key == "" {
+		t.Fatalf("without the ConfigMap's data every line of the drop-in is new, but no drop-in line is listed: %q", fresh.Changes)
+	}
+	rendered := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, Gate{Now: saturday, Version: "v2"}).Outcomes[sv.Name].Waiting.Plan.ConfigData
+	// The ConfigMap holds the same file but for one setting: only that line changes.
+	old := strings.Replace(rendered, "\ntmpdir = ", "\ntmpdir = /before", 1)
+	if old == rendered {
+		t.Fatalf("the rendering sets no tmpdir:\n%s", rendered)
+	}
+	got := plan(Gate{Now: saturday, Version: "v2", DropIns: map[string]map[string]string{sv.Name: {key: old}}})
+	var lines []string
+	for _, c := range got.Changes {
+		if strings.HasPrefix(c, "drop-in ") {
+			lines = append(lines, c)
+		}
+	}
+	if len(lines) != 2 || !strings.Contains(lines[0]+lines[1], "- ") || !strings.Contains(lines[0]+lines[1], "+ ") {
+		t.Errorf("the drop-in given differs from the rendering in one line; the change lists %q", lines)
+	}
+	if got.ID == fresh.ID {
+		t.Errorf("two different changes to the drop-in share the ID %s", got.ID)
+	}
+}
