@@ -115,90 +115,106 @@ func (r *ScratchVolumeReconciler) version() string {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=dbtune-system,resources=leases,verbs=get;create;update
 
-// Reconcile brings one ScratchVolume's targets to the state it asks for and records the outcome.
-func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+// Reconcile brings one ScratchVolume's targets to the state it asks for and records the outcome:
+// it syncs every target (each sync reads, decides and writes one StatefulSet), decides the status
+// from what the syncs reported, writes it, and decides in one place when to look again.
+func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	sv, err := r.load(ctx, req)
+	if sv == nil || err != nil {
+		return ctrl.Result{}, err
+	}
+	if !sv.DeletionTimestamp.IsZero() {
+		return r.requeue(ctx, nil, false, r.finalize(ctx, sv))
+	}
+	if err := r.ensureFinalizer(ctx, sv); err != nil {
+		return ctrl.Result{}, err
+	}
+	report := decide.NewReport(sv, decide.ReportSettings{
+		WriteWar: r.WriteWar, Version: r.version(), Now: time.Now(), Windows: r.MaintenanceWindows, KnownSizing: r.knownSizing(sv),
+	})
+	revertsWaiting, err := r.syncAll(ctx, sv, report)
+	if staleWrite(err) {
+		// Nothing is reported from a reconcile that saw a StatefulSet change under its write: the
+		// retry comes soon, reads again and reports.
+		return r.requeue(ctx, nil, false, err)
+	}
+	report.Failed(err)
+	if obsErr := r.observe(ctx, sv, report); obsErr != nil {
+		log.FromContext(ctx).Error(obsErr, "Keeping the last reported usage")
+	}
+	verdict := report.Verdict()
+	if statusErr := r.updateStatus(ctx, sv, verdict); statusErr != nil && err == nil {
+		err = statusErr
+	}
+	return r.requeue(ctx, &verdict, revertsWaiting, err)
+}
+
+// load reads the ScratchVolume of req: nil when it is gone. The metadata and spec are the
+// reconcile's own, to change (the finalizer); the status, which lists every target of a selector,
+// stays the cache's, read only: a new one replaces it whole.
+func (r *ScratchVolumeReconciler) load(ctx context.Context, req ctrl.Request) (*v1alpha1.ScratchVolume, error) {
 	sv := &v1alpha1.ScratchVolume{}
 	if err := r.Get(ctx, req.NamespacedName, sv, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.decisions.ForgetScratchVolume(req.NamespacedName)
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return nil, client.IgnoreNotFound(err)
 	}
-	// The metadata and spec are the reconcile's own, to change (the finalizer); the status, which
-	// lists every target of a selector, stays the cache's, read only: a new one replaces it whole.
 	sv.ObjectMeta, sv.Spec = *sv.ObjectMeta.DeepCopy(), *sv.Spec.DeepCopy()
-	if !sv.DeletionTimestamp.IsZero() {
-		switch err := r.finalize(ctx, sv); {
-		case errors.Is(err, errRevertsWaiting):
-			return ctrl.Result{RequeueAfter: revertRetry}, nil
-		case staleWrite(err):
-			// As for a sync below: the retry reads again.
-			log.FromContext(ctx).V(1).Info("Retrying the revert of a StatefulSet that changed under a write", "reason", err.Error())
-			return ctrl.Result{RequeueAfter: staleWriteRetry}, nil
-		default:
-			return ctrl.Result{}, err
-		}
-	}
-	if err := r.ensureFinalizer(ctx, sv); err != nil {
-		return ctrl.Result{}, err
-	}
-	report := decide.NewReport(sv, r.WriteWar, r.version())
-	report.Clock(time.Now(), r.MaintenanceWindows)
-	report.KnownSizing(r.knownSizing(sv))
-	defer func() {
-		if staleWrite(err) {
-			// The StatefulSet moved or went between read and write, or the cache has not caught
-			// up with the last write yet: the retry comes soon, reads again and reports. Neither
-			// is an error: controller-runtime would log it with a stack trace.
-			retry := staleWriteRetry
-			if errors.Is(err, errCacheBehind) {
-				retry = cacheBehindRetry
-			}
-			log.FromContext(ctx).V(1).Info("Retrying a ScratchVolume whose StatefulSet changed under a write", "reason", err.Error())
-			result, err = ctrl.Result{RequeueAfter: retry}, nil
-			return
-		}
-		report.Failed(err)
-		if obsErr := r.observe(ctx, sv, report); obsErr != nil {
-			log.FromContext(ctx).Error(obsErr, "Keeping the last reported usage")
-		}
-		if statusErr := r.updateStatus(ctx, sv, report); statusErr != nil && err == nil {
-			err = statusErr
-		}
-		if wake := report.SizingWake(); err == nil && !wake.IsZero() {
-			// A second late, so that the decision is due when the reconcile looks.
-			if after := max(time.Until(wake)+time.Second, time.Second); result.RequeueAfter == 0 || after < result.RequeueAfter {
-				result.RequeueAfter = after
-			}
-		}
-	}()
+	return sv, nil
+}
+
+// syncAll syncs every target of sv within the rollout's pacing, reverts the StatefulSets sv no
+// longer selects, and deletes the drop-in ConfigMaps no target needs, reporting each target into
+// report. revertsWaiting says some reverts wait for the targets in flight.
+func (r *ScratchVolumeReconciler) syncAll(ctx context.Context, sv *v1alpha1.ScratchVolume, report *decide.Report) (revertsWaiting bool, err error) {
 	targets, err := r.targets(ctx, sv)
 	if invalid := (*invalidSelectorError)(nil); errors.As(err, &invalid) {
 		// Nothing can be known to be selected, so nothing is injected or reverted; the status
 		// says what to fix, and the next change of the spec brings the next reconcile.
 		report.SelectorInvalid(invalid.Error())
-		return ctrl.Result{}, nil
+		return false, nil
 	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return false, err
 	}
 	report.Found(len(targets))
 	pacing := decide.Pace(sv, append(targets, r.stillRolling(ctx, sv)...), r.written.Behind, r.rolloutDefaults(), time.Now())
 	report.Paced(pacing)
-	slots := newBudget(pacing)
-	if err := r.syncTargets(ctx, sv, targets, report, slots); err != nil {
-		return ctrl.Result{}, err
+	rollouts := newBudget(pacing)
+	if err := r.syncTargets(ctx, sv, targets, report, rollouts); err != nil {
+		return false, err
 	}
-	revertsWaiting := false
-	if err := r.revertDropped(ctx, sv, targets, slots); errors.Is(err, errRevertsWaiting) {
+	if err := r.revertDropped(ctx, sv, targets, rollouts); errors.Is(err, errRevertsWaiting) {
 		revertsWaiting = true
 	} else if err != nil {
+		return false, err
+	}
+	return revertsWaiting, r.pruneConfigMaps(ctx, sv, report.ConfigMaps())
+}
+
+// requeue is when to reconcile a ScratchVolume again without an event, decided in one place from
+// how the reconcile ended: soon after a write that found its StatefulSet changed or the cache
+// behind (neither is an error: controller-runtime would log it with a stack trace); with
+// controller-runtime's backoff after an error; every revertRetry while reverts wait for the
+// targets in flight; and otherwise when the verdict's next decision is due (nil: none is).
+func (r *ScratchVolumeReconciler) requeue(ctx context.Context, verdict *decide.Verdict, revertsWaiting bool, err error) (ctrl.Result, error) {
+	switch {
+	case staleWrite(err):
+		log.FromContext(ctx).V(1).Info("Retrying a ScratchVolume whose StatefulSet changed under a write", "reason", err.Error())
+		if errors.Is(err, errCacheBehind) {
+			return ctrl.Result{RequeueAfter: cacheBehindRetry}, nil
+		}
+		return ctrl.Result{RequeueAfter: staleWriteRetry}, nil
+	case errors.Is(err, errRevertsWaiting):
+		return ctrl.Result{RequeueAfter: revertRetry}, nil
+	case err != nil:
 		return ctrl.Result{}, err
 	}
-	if err := r.pruneConfigMaps(ctx, sv, report.ConfigMaps()); err != nil {
-		return ctrl.Result{}, err
+	var after time.Duration
+	if verdict != nil {
+		after = verdict.RequeueAfter(time.Now())
 	}
-	after := report.RetryAfter(time.Now())
 	if revertsWaiting && (after == 0 || after > revertRetry) {
 		after = revertRetry
 	}

@@ -2,7 +2,7 @@ package controllers
 
 // This file writes the ScratchVolume's status, once per reconcile and only when it changed, with
 // the Warning Events a new problem or a full volume asks for. What the status says is decided in
-// package decide (Report.Status).
+// package decide (Report.Verdict).
 
 import (
 	"context"
@@ -16,12 +16,12 @@ import (
 	"github.com/dbtune/scratch-operator/controllers/decide"
 )
 
-// updateStatus writes the status the report becomes, only when it changed, and emits a Warning
-// Event when a target becomes blocked or a pod's volume filled up.
-func (r *ScratchVolumeReconciler) updateStatus(ctx context.Context, sv *v1alpha1.ScratchVolume, rep *decide.Report) error {
-	status, episodes := rep.Status()
+// updateStatus writes the verdict's resize and then its status, only when it changed, and emits a
+// Warning Event when a target becomes blocked or a pod's volume filled up.
+func (r *ScratchVolumeReconciler) updateStatus(ctx context.Context, sv *v1alpha1.ScratchVolume, verdict decide.Verdict) error {
+	status := verdict.Status
 	targetsInjected.WithLabelValues(sv.Namespace, sv.Name).Set(float64(status.InjectedTargets))
-	if rz := rep.Resize(); rz != nil {
+	if rz := verdict.Resize; rz != nil {
 		// The status records the resize only once spec.size holds it; until the cache shows that
 		// status, also when writing it fails below, the next reconcile starts from it (knownSizing).
 		if err := r.resize(ctx, sv, rz); err != nil {
@@ -48,7 +48,7 @@ func (r *ScratchVolumeReconciler) updateStatus(ctx context.Context, sv *v1alpha1
 	if err := r.Status().Patch(ctx, sv, replaceStatus(next)); err != nil {
 		return fmt.Errorf("failed to update the status of ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
 	}
-	for _, w := range decide.FullVolumes(episodes, status.RecommendedSize) {
+	for _, w := range decide.FullVolumes(verdict.Episodes, status.RecommendedSize) {
 		r.warn(sv, nil, w)
 	}
 	return nil

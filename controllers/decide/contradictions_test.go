@@ -141,9 +141,9 @@ func TestNoConditionContradictsAnother(t *testing.T) {
 	)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rep := NewReport(sv, WriteWarRule{}, "")
+			rep := NewReport(sv, ReportSettings{})
 			tc.build(rep)
-			status, _ := rep.Status()
+			status := rep.Verdict().Status
 			if got := contradictions(status.Conditions); len(got) > 0 {
 				t.Errorf("the conditions contradict each other:\n%s", strings.Join(got, "\n"))
 			}

@@ -197,10 +197,10 @@ func TestReportOfAWaitingChange(t *testing.T) {
 	carried := sts.Spec.Template.Annotations[sv.InjectionAnnotation()]
 	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: 3, ReadyReplicas: 3, UpdatedReplicas: 3, CurrentRevision: "r", UpdateRevision: "r"}
 	o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, Gate{Now: saturday, Version: "v2"}).Outcomes[sv.Name]
-	rep := NewReport(sv, WriteWarRule{}, "v2")
+	rep := NewReport(sv, ReportSettings{Version: "v2"})
 	rep.Found(1)
 	rep.Add(sts, o)
-	status, _ := rep.Status()
+	status := rep.Verdict().Status
 	ts := status.Targets[0]
 	if !ts.Injected || ts.ConfigHash != carried || ts.PendingChange == nil || ts.Applied == nil || ts.Applied.Version != "v1" || len(ts.TempLocations) != 1 {
 		t.Errorf("the target keeps what it carries and reports the change beside: %+v", ts)
@@ -217,7 +217,7 @@ func TestReportOfAWaitingChange(t *testing.T) {
 		t.Errorf("a target that keeps a working configuration stays Ready: %+v", ready)
 	}
 	sunday2am := time.Date(2026, 12, 6, 2, 0, 0, 0, time.UTC)
-	if after := rep.RetryAfter(saturday); after != sunday2am.Sub(saturday)+time.Second {
+	if after := rep.Verdict().RequeueAfter(saturday); after != sunday2am.Sub(saturday)+time.Second {
 		t.Errorf("the next reconcile should come when the window opens, in %s, not %s", sunday2am.Sub(saturday), after)
 	}
 }
@@ -308,10 +308,10 @@ func TestPendingChangeSaysHowPodsRestart(t *testing.T) {
 	if o.Waiting == nil {
 		t.Fatalf("the change does not wait: %+v", o)
 	}
-	rep := NewReport(sv, WriteWarRule{}, "v2")
+	rep := NewReport(sv, ReportSettings{Version: "v2"})
 	rep.Found(1)
 	rep.Add(sts, o)
-	status, _ := rep.Status()
+	status := rep.Verdict().Status
 	c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionChangesPending)
 	if c == nil || !strings.Contains(c.Message, "applied, it restarts its 4 pods 2 at a time (rollingUpdate.maxUnavailable)") {
 		t.Errorf("the pending change does not say how the pods restart: %+v", c)

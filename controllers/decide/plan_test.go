@@ -209,9 +209,9 @@ func TestReportConditions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep := NewReport(tt.sv, WriteWarRule{}, "")
+			rep := NewReport(tt.sv, ReportSettings{})
 			tt.fill(rep, tt.sv)
-			status, _ := rep.Status()
+			status := rep.Verdict().Status
 			reason := func(typ string) string {
 				if c := meta.FindStatusCondition(status.Conditions, typ); c != nil {
 					return c.Reason
@@ -223,8 +223,8 @@ func TestReportConditions(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("condition reasons\n got %+v\nwant %+v", got, tt.want)
 			}
-			if got := rep.RetryAfter(now); got != tt.retry {
-				t.Errorf("RetryAfter = %v, want %v", got, tt.retry)
+			if got := rep.Verdict().RequeueAfter(now); got != tt.retry {
+				t.Errorf("RequeueAfter = %v, want %v", got, tt.retry)
 			}
 		})
 	}

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
-	"github.com/dbtune/scratch-operator/controllers/capacity"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 )
 
@@ -58,23 +57,18 @@ type Report struct {
 	// failure is the error that ended the reconcile before every target was reported, if any.
 	failure error
 	// observed is what the node agents report about the RAM volumes of the ScratchVolume's pods;
-	// nil when it could not be read. episodes are the full volumes to announce once the status
-	// that records them is written.
+	// nil when it could not be read.
 	observed []v1alpha1.ScratchVolumeUsage
-	episodes []capacity.Episode
 	// containers are the containers that got the volume, by target, for checking a recommended
 	// size against their memory limits.
 	containers map[string]*corev1.Container
 	// lastIndex finds a target's entry in the last status by name; built on first use.
 	lastIndex map[string]int
 	// now and windows are the time decisions are made at and the manager's default maintenance
-	// windows (Clock); resize is the automatic resize the status decided (Resize).
-	now     time.Time
-	windows []v1alpha1.MaintenanceWindow
-	resize  *Resize
-	// sizingWake is when the sizing decision should be made again (SizingWake); knownSizing the
-	// status.sizing of the last resize, when the ScratchVolume as read is older (KnownSizing).
-	sizingWake  time.Time
+	// windows; knownSizing the status.sizing of the last resize, when the ScratchVolume as read is
+	// older (ReportSettings).
+	now         time.Time
+	windows     []v1alpha1.MaintenanceWindow
 	knownSizing *v1alpha1.SizingStatus
 }
 
@@ -87,9 +81,25 @@ type placedTarget struct {
 	locations []v1alpha1.TempLocation
 }
 
-// NewReport starts the report of one reconcile of sv by the manager of version.
-func NewReport(sv *v1alpha1.ScratchVolume, rule WriteWarRule, version string) *Report {
-	return &Report{sv: sv, cms: map[string]bool{}, containers: map[string]*corev1.Container{}, rule: rule.OrDefaults(), version: version}
+// ReportSettings are what a report reads besides the ScratchVolume and its targets.
+type ReportSettings struct {
+	// WriteWar is when the controller stops restoring entries another writer keeps removing.
+	WriteWar WriteWarRule
+	// Version is the manager's, recorded with what it applies.
+	Version string
+	// Now is the time decisions are made at; zero keeps the sizing status as it was.
+	Now time.Time
+	// Windows are the manager's default maintenance windows, which spec.sizing's decision needs.
+	Windows []v1alpha1.MaintenanceWindow
+	// KnownSizing is the status.sizing written with the last automatic resize, when the
+	// ScratchVolume as read does not show it yet; the sizing decision starts from it instead.
+	KnownSizing *v1alpha1.SizingStatus
+}
+
+// NewReport starts the report of one reconcile of sv.
+func NewReport(sv *v1alpha1.ScratchVolume, s ReportSettings) *Report {
+	return &Report{sv: sv, cms: map[string]bool{}, containers: map[string]*corev1.Container{}, rule: s.WriteWar.OrDefaults(),
+		version: s.Version, now: s.Now, windows: s.Windows, knownSizing: s.KnownSizing}
 }
 
 // Add records the outcome for one target StatefulSet. It returns the reason the target is blocked
@@ -296,23 +306,6 @@ func (rep *Report) Denied(sts *appsv1.StatefulSet, message string) string {
 		Message: fmt.Sprintf("admission control refused the change: %s; the controller tries again when the StatefulSet changes, and every %d minutes",
 			message, int(AdmissionRetryInterval.Minutes())),
 	}})
-}
-
-// RetryAfter is when to reconcile again without an event: after a denial, a policy may change;
-// a write-war hold ends, or a try after one has survived the window.
-func (rep *Report) RetryAfter(now time.Time) time.Duration {
-	var after time.Duration
-	if rep.denials > 0 {
-		after = AdmissionRetryInterval
-	}
-	if !rep.wake.IsZero() {
-		// A second late, so that the hold is over when the reconcile looks.
-		wake := max(rep.wake.Sub(now)+time.Second, time.Second)
-		if after == 0 || wake < after {
-			after = wake
-		}
-	}
-	return after
 }
 
 // ConfigMaps are the names of the drop-in ConfigMaps the reported targets need.

@@ -32,16 +32,6 @@ type Resize struct {
 	Event    string
 }
 
-// Clock gives the report the time its decisions are made at and the manager's default maintenance
-// windows, which spec.sizing's decision needs. Without it the sizing status stays as it was.
-func (rep *Report) Clock(now time.Time, windows []v1alpha1.MaintenanceWindow) {
-	rep.now, rep.windows = now, windows
-}
-
-// KnownSizing gives the report the status.sizing written with the last automatic resize, when the
-// ScratchVolume as read does not show it yet; the decision starts from it instead.
-func (rep *Report) KnownSizing(s *v1alpha1.SizingStatus) { rep.knownSizing = s }
-
 // SizingSeen says whether status.sizing as read (got) already records the last resize of written.
 func SizingSeen(got, written *v1alpha1.SizingStatus) bool {
 	if written == nil || len(written.History) == 0 {
@@ -50,30 +40,23 @@ func SizingSeen(got, written *v1alpha1.SizingStatus) bool {
 	return got != nil && len(got.History) > 0 && !got.History[0].Time.Before(&written.History[0].Time)
 }
 
-// Resize is the automatic resize the last Status decided, nil when there is none.
-func (rep *Report) Resize() *Resize { return rep.resize }
-
-// SizingWake is when the last Status's sizing decision should be made again without an event (the
-// proposal has been sustained long enough, the interval is over, a window opens); zero when it
-// waits for nothing.
-func (rep *Report) SizingWake() time.Time { return rep.sizingWake }
-
-// sizing writes status.sizing into st, whose usage is decided already, and records in rep.resize
-// the resize to write when spec.sizing lets the controller write one now.
-func (rep *Report) sizing(st *v1alpha1.ScratchVolumeStatus) {
-	rep.resize, rep.sizingWake = nil, time.Time{}
+// sizing writes status.sizing into st, whose usage is decided already. It returns the resize to
+// write when spec.sizing lets the controller write one now, and when the decision should be made
+// again without an event (the proposal has been sustained long enough, the interval is over, a
+// window opens); zero when it waits for nothing.
+func (rep *Report) sizing(st *v1alpha1.ScratchVolumeStatus) (resize *Resize, wake time.Time) {
 	sv, last := rep.sv, rep.sv.Status.Sizing
 	if !SizingSeen(last, rep.knownSizing) {
 		last = rep.knownSizing
 	}
 	policy := sv.Spec.Sizing
 	if policy == nil || policy.Mode == "" || policy.Mode == v1alpha1.SizingManual || policy.Min == nil || policy.Max == nil {
-		return
+		return nil, wake
 	}
 	if rep.now.IsZero() || (rep.observed == nil && last != nil) {
 		// No clock, or the observations could not be read: keep the proposal and its clock.
 		st.Sizing = last.DeepCopy()
-		return
+		return nil, wake
 	}
 	out := &v1alpha1.SizingStatus{}
 	if last != nil {
@@ -83,7 +66,7 @@ func (rep *Report) sizing(st *v1alpha1.ScratchVolumeStatus) {
 	size := sv.Spec.Size.Value()
 	if st.Usage == nil || rep.observed == nil {
 		out.Reason, out.Message = v1alpha1.ReasonSizingNotObserved, "no node agent has reported a pod of the targets yet: spec.size stays as it is"
-		return
+		return nil, wake
 	}
 	target := sizeFor(rep.observed, sv.Spec.Size, st.Usage.PeakBytes, policy)
 	diff := target - size
@@ -91,7 +74,7 @@ func (rep *Report) sizing(st *v1alpha1.ScratchVolumeStatus) {
 		out.Reason = v1alpha1.ReasonSizingSteady
 		out.Message = fmt.Sprintf("the pods' peaks of the last window (highest %s) call for %s, within a step of spec.size %s",
 			quantity.Approx(st.Usage.WindowPeakBytes), quantity.Approx(target), quantity.Approx(size))
-		return
+		return nil, wake
 	}
 	proposed := resource.NewQuantity(target, resource.BinarySI)
 	out.Proposed = proposed
@@ -106,37 +89,37 @@ func (rep *Report) sizing(st *v1alpha1.ScratchVolumeStatus) {
 		quantity.Approx(st.Usage.WindowPeakBytes), st.Usage.Pods, quantity.Approx(st.Usage.PeakBytes), quantity.Approx(target), quantity.Approx(size),
 		since.UTC().Format(time.RFC3339))
 	if due := since.Add(sustain); rep.now.Before(due) {
-		rep.sizingWake = due
+		wake = due
 		out.Reason = v1alpha1.ReasonSizingSustaining
 		out.Message = fmt.Sprintf("%s; proposed once they have for %s (spec.sizing.sustainFor), at %s", figures, sustain, due.UTC().Format(time.RFC3339))
-		return
+		return nil, wake
 	}
 	if len(out.History) > 0 {
 		if next := out.History[0].Time.Add(interval); rep.now.Before(next) {
-			rep.sizingWake = next
+			wake = next
 			out.Reason = v1alpha1.ReasonSizingInterval
 			out.Message = fmt.Sprintf("%s; the last automatic resize was at %s, the next may come at %s (spec.sizing.interval %s)",
 				figures, out.History[0].Time.UTC().Format(time.RFC3339), next.UTC().Format(time.RFC3339), interval)
-			return
+			return nil, wake
 		}
 	}
 	if short := rep.memoryShortFor(proposed); short != "" {
 		out.Reason = v1alpha1.ReasonSizingMemory
 		out.Message = fmt.Sprintf("%s; not applied: with accounting Validate it needs larger memory limits for container %s", figures, short)
-		return
+		return nil, wake
 	}
 	if policy.Mode == v1alpha1.SizingRecommend {
 		out.Reason = v1alpha1.ReasonSizingRecommendOnly
 		out.Message = fmt.Sprintf("%s; mode Automatic would set spec.size to %s now (with approval %s=%s, or in a maintenance window)",
 			figures, quantity.Approx(target), v1alpha1.ApproveChangeAnnotation, out.ID)
-		return
+		return nil, wake
 	}
 	why, reason, wait, next := rep.letThrough(out.ID)
-	rep.sizingWake = next
+	wake = next
 	if why == "" {
 		out.Reason = reason
 		out.Message = fmt.Sprintf("%s; %s", figures, wait)
-		return
+		return nil, wake
 	}
 	change := v1alpha1.SizeChange{
 		Time: metav1.NewTime(rep.now), From: sv.Spec.Size.DeepCopy(), To: proposed.DeepCopy(),
@@ -150,7 +133,7 @@ func (rep *Report) sizing(st *v1alpha1.ScratchVolumeStatus) {
 	out.Proposed, out.Since, out.ID = nil, nil, ""
 	out.Reason = v1alpha1.ReasonResized
 	out.Message = fmt.Sprintf("spec.size %s: %s; %s", out.Last, figures, why)
-	rep.resize = &Resize{From: change.From, To: change.To, Why: why, Event: out.Message}
+	return &Resize{From: change.From, To: change.To, Why: why, Event: out.Message}, wake
 }
 
 // sizeFor is the size spec.sizing calls for: the recommendation from the pods' recent peaks,

@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +34,15 @@ type sizingCase struct {
 
 func (c sizingCase) decide(t *testing.T) (*v1alpha1.SizingStatus, *Resize, time.Time) {
 	t.Helper()
+	rep, obs := c.report(t)
+	st := &v1alpha1.ScratchVolumeStatus{Usage: capacity.Summarize(obs)}
+	resize, wake := rep.sizing(st)
+	return st.Sizing, resize, wake
+}
+
+// report is the case's report, its pods observed, and the observations.
+func (c sizingCase) report(t *testing.T) (*Report, []v1alpha1.ScratchVolumeUsage) {
+	t.Helper()
 	sv := &v1alpha1.ScratchVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tmp", UID: "u1", Annotations: map[string]string{}}}
 	sv.Spec.Size = resource.MustParse("512Mi")
 	sv.Spec.Purpose = v1alpha1.PurposeMySQLTmpdir
@@ -47,8 +59,7 @@ func (c sizingCase) decide(t *testing.T) (*v1alpha1.SizingStatus, *Resize, time.
 	if c.approve && c.last != nil {
 		sv.Annotations[v1alpha1.ApproveChangeAnnotation] = c.last.ID
 	}
-	rep := NewReport(sv, WriteWarRule{}, "v1")
-	rep.Clock(sizingNow, nil)
+	rep := NewReport(sv, ReportSettings{Version: "v1", Now: sizingNow})
 	var obs []v1alpha1.ScratchVolumeUsage
 	for _, pod := range []string{"db-0", "db-1", "db-2"} {
 		obs = append(obs, v1alpha1.ScratchVolumeUsage{Namespace: "ns", Pod: pod, ScratchVolume: "tmp", SizeBytes: 512 * mib,
@@ -60,9 +71,30 @@ func (c sizingCase) decide(t *testing.T) (*v1alpha1.SizingStatus, *Resize, time.
 		limit = "16Gi"
 	}
 	rep.containers["db"] = &corev1.Container{Name: "mariadb", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(limit)}}}
-	st := &v1alpha1.ScratchVolumeStatus{Usage: capacity.Summarize(obs)}
-	rep.sizing(st)
-	return st.Sizing, rep.Resize(), rep.SizingWake()
+	return rep, obs
+}
+
+// TestVerdictHasNoSideEffects: deciding the status twice from one report decides the same
+// resize, status and wake-up twice; the report is not changed by the first.
+func TestVerdictHasNoSideEffects(t *testing.T) {
+	open := v1alpha1.MaintenanceWindow{Start: "13:00", Duration: metav1.Duration{Duration: 2 * time.Hour}}
+	for name, c := range map[string]sizingCase{
+		"resized in a window": {windowPeak: 500, lifePeak: 500, last: proposing("640Mi", 7*time.Hour), windows: []v1alpha1.MaintenanceWindow{open}},
+		"sustaining":          {windowPeak: 500, lifePeak: 500, last: proposing("640Mi", time.Hour)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rep, _ := c.report(t)
+			rep.Found(1)
+			rep.Add(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}}, nil)
+			first, second := rep.Verdict(), rep.Verdict()
+			if diff := cmp.Diff(first, second, cmp.AllowUnexported(Verdict{})); diff != "" {
+				t.Errorf("a second verdict from the same report differs (-first +second):\n%s", diff)
+			}
+			if (first.Resize != nil) != (name == "resized in a window") || first.RequeueAfter(sizingNow) == 0 && first.Resize == nil {
+				t.Errorf("resize %+v, requeue after %s", first.Resize, first.RequeueAfter(sizingNow))
+			}
+		})
+	}
 }
 
 // proposing is a last status that has proposed growing to want since d ago.
@@ -183,21 +215,17 @@ func TestSizingManualAndUnobserved(t *testing.T) {
 	sv := &v1alpha1.ScratchVolume{}
 	sv.Spec.Size = resource.MustParse("512Mi")
 	sv.Spec.Sizing = &v1alpha1.SizingPolicy{Mode: v1alpha1.SizingAutomatic, Min: new(resource.MustParse("256Mi")), Max: new(resource.MustParse("2Gi"))}
-	rep := NewReport(sv, WriteWarRule{}, "v1")
-	rep.Clock(sizingNow, nil)
+	rep := NewReport(sv, ReportSettings{Version: "v1", Now: sizingNow})
 	rep.Observe([]v1alpha1.ScratchVolumeUsage{})
 	st := &v1alpha1.ScratchVolumeStatus{}
-	rep.sizing(st)
-	if st.Sizing == nil || st.Sizing.Reason != v1alpha1.ReasonSizingNotObserved || rep.Resize() != nil {
+	if resize, _ := rep.sizing(st); st.Sizing == nil || st.Sizing.Reason != v1alpha1.ReasonSizingNotObserved || resize != nil {
 		t.Errorf("no pods observed: %+v", st.Sizing)
 	}
 	// The profiles could not be read: the proposal and its clock stay as they were.
 	sv.Status.Sizing = proposing("640Mi", 7*time.Hour)
-	rep = NewReport(sv, WriteWarRule{}, "v1")
-	rep.Clock(sizingNow, nil)
+	rep = NewReport(sv, ReportSettings{Version: "v1", Now: sizingNow})
 	st = &v1alpha1.ScratchVolumeStatus{}
-	rep.sizing(st)
-	if st.Sizing == nil || !st.Sizing.Since.Equal(sv.Status.Sizing.Since) || st.Sizing.Reason != v1alpha1.ReasonSizingSustaining || rep.Resize() != nil {
+	if resize, _ := rep.sizing(st); st.Sizing == nil || !st.Sizing.Since.Equal(sv.Status.Sizing.Since) || st.Sizing.Reason != v1alpha1.ReasonSizingSustaining || resize != nil {
 		t.Errorf("observations unreadable: %+v, want the last status kept", st.Sizing)
 	}
 }
@@ -214,14 +242,11 @@ func TestSizingKeepsAResizeTheCacheHasNotSeen(t *testing.T) {
 	if SizingSeen(sv.Status.Sizing, known) || !SizingSeen(known, known) || !SizingSeen(nil, nil) {
 		t.Fatal("SizingSeen cannot tell the status as read from the one written")
 	}
-	rep := NewReport(sv, WriteWarRule{}, "v1")
-	rep.Clock(sizingNow, nil)
-	rep.KnownSizing(known)
+	rep := NewReport(sv, ReportSettings{Version: "v1", Now: sizingNow, KnownSizing: known})
 	obs := []v1alpha1.ScratchVolumeUsage{{Namespace: "ns", Pod: "db-0", ScratchVolume: "tmp", SizeBytes: 512 * mib, PeakBytes: 500 * mib, WindowPeakBytes: 500 * mib}}
 	rep.Observe(obs)
 	st := &v1alpha1.ScratchVolumeStatus{Usage: capacity.Summarize(obs)}
-	rep.sizing(st)
-	if st.Sizing.Reason != v1alpha1.ReasonSizingSteady || len(st.Sizing.History) != 1 || st.Sizing.Last != "512Mi → 640Mi" || rep.Resize() != nil {
+	if resize, _ := rep.sizing(st); st.Sizing.Reason != v1alpha1.ReasonSizingSteady || len(st.Sizing.History) != 1 || st.Sizing.Last != "512Mi → 640Mi" || resize != nil {
 		t.Errorf("after a resize the cache has not seen: %+v", st.Sizing)
 	}
 }

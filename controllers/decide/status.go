@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sort"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,16 +15,34 @@ import (
 	"github.com/dbtune/scratch-operator/controllers/capacity"
 )
 
-// Status is the status the report becomes, over the conditions the last one had, and the full
-// volumes to announce once it is written.
-func (rep *Report) Status() (v1alpha1.ScratchVolumeStatus, []capacity.Episode) {
+// Verdict is what the report of one reconcile comes to, decided without side effects: the status
+// to write, the resize to write into spec.size before it, the full volumes to announce once the
+// status is written, and when the decisions need the next reconcile without an event.
+type Verdict struct {
+	// Status is the status to write, over the conditions the last one had.
+	Status v1alpha1.ScratchVolumeStatus
+	// Resize is the automatic resize spec.sizing lets through now, nil when there is none.
+	Resize *Resize
+	// Episodes are the pods' volumes that filled up since the last status, to announce once the
+	// status that records them is written.
+	Episodes []capacity.Episode
+	// wake is the earliest time a decision is due again (a write-war hold ends, a window opens, a
+	// rollout's deadline passes, a sizing proposal has been sustained); zero when none is.
+	wake time.Time
+	// denied says admission control refused a change, which a policy's change may let through
+	// without any event the controller watches.
+	denied bool
+}
+
+// Verdict decides what the report comes to. It changes nothing, the report included.
+func (rep *Report) Verdict() Verdict {
 	sv := rep.sv
 	status := v1alpha1.ScratchVolumeStatus{
 		ObservedGeneration: sv.Generation, MountPath: sv.EffectiveMountPath(),
 		Conditions: append([]metav1.Condition{}, sv.Status.Conditions...),
-		Targets:    rep.targets,
+		Targets:    append([]v1alpha1.ScratchTargetStatus(nil), rep.targets...),
 	}
-	for _, t := range rep.targets {
+	for _, t := range status.Targets {
 		if t.Injected {
 			status.InjectedTargets++
 		}
@@ -32,12 +51,46 @@ func (rep *Report) Status() (v1alpha1.ScratchVolumeStatus, []capacity.Episode) {
 		}
 	}
 	sort.Slice(status.Targets, func(i, j int) bool { return status.Targets[i].Name < status.Targets[j].Name })
-	rep.capacity(&status)
-	rep.sizing(&status)
+	episodes := rep.capacity(&status)
+	resize, sizingWake := rep.sizing(&status)
 	for _, cond := range rep.conditions() {
-		meta.SetStatusCondition(&status.Conditions, cond)
+		rep.setCondition(&status.Conditions, cond)
 	}
-	return status, rep.episodes
+	return Verdict{Status: status, Resize: resize, Episodes: episodes, wake: earliest(rep.wake, sizingWake), denied: rep.denials > 0}
+}
+
+// setCondition sets cond in conds; a condition whose status changes now changed at the time the
+// decisions are made at (the wall clock's, without one).
+func (rep *Report) setCondition(conds *[]metav1.Condition, cond metav1.Condition) {
+	if cond.LastTransitionTime.IsZero() && !rep.now.IsZero() {
+		cond.LastTransitionTime = metav1.NewTime(rep.now)
+	}
+	meta.SetStatusCondition(conds, cond)
+}
+
+// RequeueAfter is how long after now to reconcile again without an event: a second past the
+// earliest decision due, so that it is due when the reconcile looks, and after a refusal by
+// admission control no later than AdmissionRetryInterval. Zero when nothing is waited for.
+func (v Verdict) RequeueAfter(now time.Time) time.Duration {
+	var after time.Duration
+	if v.denied {
+		after = AdmissionRetryInterval
+	}
+	if !v.wake.IsZero() {
+		wake := max(v.wake.Sub(now)+time.Second, time.Second)
+		if after == 0 || wake < after {
+			after = wake
+		}
+	}
+	return after
+}
+
+// earliest is the earlier of two times, zero standing for none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // StatusChanged reports whether next is worth writing over last. Equal statuses are not, and

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dbtune/scratch-operator/api/quantity"
@@ -36,8 +35,9 @@ func UsageOf(sv *v1alpha1.ScratchVolume, profiles []v1alpha1.NodeIOProfile) []v1
 
 // capacity writes the usage, the recommendation and the Capacity condition into st, from the
 // observations of the pods of st's targets; a pod of a StatefulSet no longer selected does not
-// count. Without observations read (rep.observed nil) it keeps what the last status said.
-func (rep *Report) capacity(st *v1alpha1.ScratchVolumeStatus) {
+// count. Without observations read (rep.observed nil) it keeps what the last status said. It
+// returns the volumes that filled up since the last status.
+func (rep *Report) capacity(st *v1alpha1.ScratchVolumeStatus) (episodes []capacity.Episode) {
 	last := rep.sv.Status
 	if rep.observed == nil {
 		st.Usage, st.RecommendedSize, st.FullPods = last.Usage, last.RecommendedSize, last.FullPods
@@ -46,7 +46,7 @@ func (rep *Report) capacity(st *v1alpha1.ScratchVolumeStatus) {
 				st.Targets[i].Usage, st.Targets[i].LargePages = last.Targets[j].Usage, last.Targets[j].LargePages
 			}
 		}
-		return
+		return nil
 	}
 	targets := map[string][]v1alpha1.ScratchVolumeUsage{}
 	for _, t := range st.Targets {
@@ -65,17 +65,18 @@ func (rep *Report) capacity(st *v1alpha1.ScratchVolumeStatus) {
 	}
 	pages := largePagesCondition(rep.sv.Spec.LargePages, podPages(obs))
 	pages.ObservedGeneration = rep.sv.Generation
-	meta.SetStatusCondition(&st.Conditions, pages)
+	rep.setCondition(&st.Conditions, pages)
 	size := rep.sv.Spec.Size
 	st.Usage = capacity.Summarize(obs)
 	st.RecommendedSize = capacity.Recommend(obs, size)
-	st.FullPods, rep.episodes = capacity.NewEpisodes(last.FullPods, obs)
+	st.FullPods, episodes = capacity.NewEpisodes(last.FullPods, obs)
 	cond := capacity.Condition(obs, size, st.RecommendedSize)
 	if len(obs) > 0 {
 		cond.Message += rep.limitsFor(st.RecommendedSize)
 	}
 	cond.ObservedGeneration = rep.sv.Generation
-	meta.SetStatusCondition(&st.Conditions, cond)
+	rep.setCondition(&st.Conditions, cond)
+	return episodes
 }
 
 // limitsFor says what growing the volume to rec asks of the containers' memory limits: under

@@ -122,7 +122,7 @@ func TestTrimmedStatefulSetsReportTheSame(t *testing.T) {
 				}
 				tp := decide.PlanTarget(c.svs, full, inject.Namespace{}, decide.Gate{})
 				for i := range c.svs {
-					whole, cached := decide.NewReport(c.svs[i], decide.WriteWarRule{}, ""), decide.NewReport(c.svs[i], decide.WriteWarRule{}, "")
+					whole, cached := decide.NewReport(c.svs[i], decide.ReportSettings{}), decide.NewReport(c.svs[i], decide.ReportSettings{})
 					whole.Found(1)
 					cached.Found(1)
 					whole.Add(full, tp.Outcomes[c.svs[i].Name])
@@ -130,7 +130,7 @@ func TestTrimmedStatefulSetsReportTheSame(t *testing.T) {
 					if diff := cmp.Diff(whole, cached, opts...); diff != "" {
 						t.Errorf("round %d, %s: the status from the trimmed StatefulSet differs (-whole +trimmed):\n%s", round, c.svs[i].Name, diff)
 					}
-					st, _ := whole.Status()
+					st := whole.Verdict().Status
 					if round == 1 && len(st.Targets) == 1 && st.Targets[0].Injected && meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionRolledOut) {
 						t.Errorf("round %d, %s: a partitioned rollout half-way was reported done", round, c.svs[i].Name)
 					}
