@@ -27,7 +27,7 @@ func (r *ScratchVolumeReconciler) finalize(ctx context.Context, sv *v1alpha1.Scr
 		return err
 	}
 	pacing := decide.Pace(sv, append(injected, r.stillRolling(ctx, sv)...), r.written.Behind, r.rolloutDefaults(), time.Now())
-	if err := r.revertDropped(ctx, sv, nil, newBudget(pacing)); err != nil {
+	if err := r.revertDropped(ctx, sv, nil, newRolloutBudget(pacing)); err != nil {
 		return err
 	}
 	r.forgetReverted(client.ObjectKeyFromObject(sv))

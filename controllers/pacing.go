@@ -1,8 +1,8 @@
 package controllers
 
 // This file holds the rollout budget of a reconcile (decide.Pacing): the syncs of its targets,
-// which run in parallel, take a slot before each write that starts a StatefulSet rolling out, and
-// a change that finds none left waits for the next reconcile. Reverts are paced alike; the
+// which run in parallel, take a rollout from it before each write that starts a StatefulSet rolling
+// out, and a change that finds none left waits for the next reconcile. Reverts are paced alike; the
 // StatefulSets a ScratchVolume reverted no longer carry it, so the reconciler remembers them
 // until they are rolled out.
 
@@ -20,30 +20,30 @@ import (
 	"github.com/dbtune/scratch-operator/controllers/decide"
 )
 
-// budget is what is left of a reconcile's rollout slots.
-type budget struct {
+// rolloutBudget is how many more StatefulSets a reconcile may start rolling out.
+type rolloutBudget struct {
 	mu sync.Mutex
-	// left is the slots left; -1 for no limit.
+	// left is the rollouts left; -1 for no limit.
 	left int
-	// inFlight are the targets in flight, which a write does not take a new slot for.
+	// inFlight are the targets in flight, which a write takes no new rollout for.
 	inFlight map[string]bool
 	// note says why a change waits, for its status.
 	note string
-	// waiting counts the changes that found no slot.
+	// waiting counts the changes that found none left.
 	waiting int
 }
 
-func newBudget(p decide.Pacing) *budget {
-	b := &budget{left: p.Budget(), inFlight: map[string]bool{}, note: p.Queued()}
+func newRolloutBudget(p decide.Pacing) *rolloutBudget {
+	b := &rolloutBudget{left: p.Budget(), inFlight: map[string]bool{}, note: p.Queued()}
 	for name := range p.Since {
 		b.inFlight[name] = true
 	}
 	return b
 }
 
-// take reports whether sts may begin rolling out now, taking a slot for it unless it is in flight
-// already.
-func (b *budget) take(sts *appsv1.StatefulSet) bool {
+// take reports whether sts may begin rolling out now, taking a rollout for it unless it is in
+// flight already.
+func (b *rolloutBudget) take(sts *appsv1.StatefulSet) bool {
 	if b == nil {
 		return true
 	}

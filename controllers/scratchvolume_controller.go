@@ -70,9 +70,9 @@ type ScratchVolumeReconciler struct {
 	// (statefulSetIndexer, scratchVolumeIndexer).
 	statefulSets, scratchVolumes toolscache.Indexer
 
-	// slots bounds the target syncs in flight across all reconciles (acquireSlot).
-	slots     chan struct{}
-	slotsOnce sync.Once
+	// workers bounds the target syncs in flight across all reconciles (acquireWorker).
+	workers     chan struct{}
+	workersOnce sync.Once
 
 	guards fleetcache.Guards
 	// written holds the generations of the controller's writes the cache has not seen yet.
@@ -181,7 +181,7 @@ func (r *ScratchVolumeReconciler) syncAll(ctx context.Context, sv *v1alpha1.Scra
 	report.Found(len(targets))
 	pacing := decide.Pace(sv, append(targets, r.stillRolling(ctx, sv)...), r.written.Behind, r.rolloutDefaults(), time.Now())
 	report.Paced(pacing)
-	rollouts := newBudget(pacing)
+	rollouts := newRolloutBudget(pacing)
 	if err := r.syncTargets(ctx, sv, targets, report, rollouts); err != nil {
 		return false, err
 	}

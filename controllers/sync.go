@@ -27,11 +27,11 @@ import (
 // and the others still go ahead; the failures come back joined, for a retry with backoff. A
 // conflict ends the reconcile: the retry re-reads everything.
 //
-// The targets are synced in parallel, each holding one of the reconciler's sync slots, as many as
-// it has workers: all reconciles together never have more syncs in flight than workers, as when
-// each reconcile synced its targets one after the other, but when fewer ScratchVolumes than
-// workers are left to reconcile, their targets use the idle slots instead of leaving them idle.
-func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.ScratchVolume, targets []*appsv1.StatefulSet, report *decide.Report, slots *budget) error {
+// The targets are synced in parallel, each holding one of the reconciler's workers: all reconciles
+// together never have more syncs in flight than workers, as when each reconcile synced its targets
+// one after the other, but when fewer ScratchVolumes than workers are left to reconcile, their
+// targets use the idle workers instead of leaving them idle.
+func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.ScratchVolume, targets []*appsv1.StatefulSet, report *decide.Report, rollouts *rolloutBudget) error {
 	type synced struct {
 		out map[string]*decide.Outcome
 		err error
@@ -45,14 +45,14 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 	results := make([]synced, len(targets))
 	var wg sync.WaitGroup
 	for i := range targets {
-		release, err := r.acquireSlot(ctx)
+		release, err := r.acquireWorker(ctx)
 		if err != nil {
 			wg.Wait()
 			return err
 		}
 		wg.Go(func() {
 			defer release()
-			out, err := r.syncStatefulSet(ctx, targets[i], view, events, slots)
+			out, err := r.syncStatefulSet(ctx, targets[i], view, events, rollouts)
 			results[i] = synced{out, err}
 		})
 	}
@@ -96,23 +96,23 @@ func (r *ScratchVolumeReconciler) deletedMeanwhile(ctx context.Context, sts *app
 	return apierrors.IsNotFound(err) || (err == nil && live.UID != sts.UID)
 }
 
-// acquireSlot waits for one of the slots that bound the target syncs in flight across all
-// reconciles, one per worker, and returns the function that gives it back. Every sync holds one:
+// acquireWorker waits for one of the workers that bound the target syncs in flight across all
+// reconciles, as many as MaxConcurrentReconciles, and returns the function that gives it back. Every sync holds one:
 // those of syncTargets, and the reverts of targets a ScratchVolume no longer selects.
-func (r *ScratchVolumeReconciler) acquireSlot(ctx context.Context) (release func(), err error) {
-	r.slotsOnce.Do(func() { r.slots = make(chan struct{}, max(1, r.MaxConcurrentReconciles)) })
+func (r *ScratchVolumeReconciler) acquireWorker(ctx context.Context) (release func(), err error) {
+	r.workersOnce.Do(func() { r.workers = make(chan struct{}, max(1, r.MaxConcurrentReconciles)) })
 	select {
-	case r.slots <- struct{}{}:
-		return func() { <-r.slots }, nil
+	case r.workers <- struct{}{}:
+		return func() { <-r.workers }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
 // revertDropped re-syncs every StatefulSet that still carries sv but is not among keep, which removes
-// sv's entries from it (sv no longer selects it, or sv is being deleted), as far as slots allow:
+// sv's entries from it (sv no longer selects it, or sv is being deleted), as far as the rollout budget allows:
 // errRevertsWaiting says some wait for the targets in flight.
-func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha1.ScratchVolume, keep []*appsv1.StatefulSet, slots *budget) error {
+func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha1.ScratchVolume, keep []*appsv1.StatefulSet, rollouts *rolloutBudget) error {
 	injected, err := r.injectedBy(ctx, sv)
 	if err != nil {
 		return err
@@ -132,11 +132,11 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 		if kept[sts.Name] {
 			continue
 		}
-		if !slots.take(sts) {
+		if !rollouts.take(sts) {
 			waiting = true
 			continue
 		}
-		release, err := r.acquireSlot(ctx)
+		release, err := r.acquireWorker(ctx)
 		if err != nil {
 			return err
 		}
@@ -165,7 +165,7 @@ func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha
 // and the admission rules (namespaceView). sts is the cache's trimmed object (fleetcache.TrimStatefulSet): a decision
 // remembered for its generation is reused as it is, and anything else is planned on the whole
 // StatefulSet, read from the API server (readWhole). The changes written are added to events.
-func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, view namespaceView, events *changeEvents, slots *budget) (map[string]*decide.Outcome, error) {
+func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *appsv1.StatefulSet, view namespaceView, events *changeEvents, rollouts *rolloutBudget) (map[string]*decide.Outcome, error) {
 	if r.written.Behind(sts) {
 		return nil, fmt.Errorf("StatefulSet %s/%s at generation %d: %w", sts.Namespace, sts.Name, sts.Generation, errCacheBehind)
 	}
@@ -199,7 +199,7 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 		return r.settle(ctx, live, svs, fleetcache.SettledOutcomes(tp.Outcomes))
 	}
 	r.decisions.Forget(key)
-	out, err := r.writePlan(ctx, sts, live, svs, view, tp, events, slots)
+	out, err := r.writePlan(ctx, sts, live, svs, view, tp, events, rollouts)
 	if err == nil {
 		r.warnRefused(sts, tp)
 	}
@@ -209,7 +209,7 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 // writePlan writes tp, which live (the whole object sts, the cache's, stands for) does not carry
 // yet, unless the write-war rule holds it off, and remembers what the write leaves.
 func (r *ScratchVolumeReconciler) writePlan(ctx context.Context, sts, live *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume,
-	view namespaceView, tp decide.TargetPlan, events *changeEvents, slots *budget) (map[string]*decide.Outcome, error) {
+	view namespaceView, tp decide.TargetPlan, events *changeEvents, rollouts *rolloutBudget) (map[string]*decide.Outcome, error) {
 	key := client.ObjectKeyFromObject(sts)
 	rule, now := r.WriteWar.OrDefaults(), time.Now()
 	restored := decide.RestoredBy(tp, live)
@@ -218,8 +218,8 @@ func (r *ScratchVolumeReconciler) writePlan(ctx context.Context, sts, live *apps
 	}
 	// A restore puts back what another writer removed, and an urgent change keeps data safe: both
 	// go ahead of the pacing, which holds back only the changes that start a rollout of their own.
-	if restored.Empty() && !decide.Urgent(tp.Outcomes) && !slots.take(live) {
-		decide.Queue(tp.Outcomes, live, slots.note)
+	if restored.Empty() && !decide.Urgent(tp.Outcomes) && !rollouts.take(live) {
+		decide.Queue(tp.Outcomes, live, rollouts.note)
 		return fleetcache.SettledOutcomes(tp.Outcomes), nil
 	}
 	if err := r.ensureConfigMaps(ctx, live, tp.Outcomes); err != nil {
