@@ -309,31 +309,7 @@ func TestRefusedPodsStopAPacedRollout(t *testing.T) {
 // the controller's init container.
 func (s *suite) refuseInjectedPods(t *testing.T, ns string) {
 	t.Helper()
-	name := "no-ram-" + ns
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-				}}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: `!has(object.spec.initContainers) || !object.spec.initContainers.exists(c, c.name.startsWith('dbtune-'))`,
-				Message:    "no RAM volumes here",
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
-		},
-	}
+	policy, binding, probe := testenv.InitContainerRefusal("no-ram-"+ns, ns, "no RAM volumes here")
 	for _, o := range []client.Object{policy, binding} {
 		if err := s.admin.Create(t.Context(), o); err != nil {
 			t.Fatal(err)
@@ -341,8 +317,6 @@ func (s *suite) refuseInjectedPods(t *testing.T, ns string) {
 		t.Cleanup(func() { _ = s.admin.Delete(t.Context(), o) })
 	}
 	// The policy takes effect once the API server has loaded it: a dry run proves it.
-	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Spec: corev1.PodSpec{
-		InitContainers: []corev1.Container{{Name: "dbtune-probe", Image: "busybox"}}, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 	eventually(t, "the admission policy to refuse pods", func() (bool, string) {
 		err := s.admin.Create(t.Context(), probe.DeepCopy(), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "no RAM volumes here"), fmt.Sprint(err)

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +29,7 @@ import (
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/test/bench/chart"
 	"github.com/dbtune/scratch-operator/test/bench/method"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // The two cases of the refusal measurement.
@@ -268,30 +268,7 @@ func podIsReady(p *corev1.Pod) bool {
 // an init container named like the manager's, waits until the API server enforces it, and returns
 // the function that removes it.
 func (b *bench) refuseInjectedPods(ctx context.Context, ns string) (func() error, error) {
-	name := "no-ram-" + ns
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-				}}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: `!has(object.spec.initContainers) || !object.spec.initContainers.exists(c, c.name.startsWith('dbtune-'))`,
-				Message:    "no RAM volumes in this namespace",
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName: name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
-		},
-	}
+	policy, binding, probe := testenv.InitContainerRefusal("no-ram-"+ns, ns, "no RAM volumes in this namespace")
 	cleanup := func() error {
 		errs := make([]error, 0, 2)
 		for _, o := range []client.Object{binding, policy} {
@@ -304,8 +281,6 @@ func (b *bench) refuseInjectedPods(ctx context.Context, ns string) (func() error
 			return cleanup, err
 		}
 	}
-	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Spec: corev1.PodSpec{
-		InitContainers: []corev1.Container{{Name: "dbtune-probe", Image: "busybox"}}, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		err := b.admin.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "no RAM volumes"), nil
