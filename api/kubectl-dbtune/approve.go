@@ -108,11 +108,7 @@ func exactlyOne(what string) cobra.PositionalArgs {
 // The write is conditional on the resourceVersion read: when the ScratchVolume changed in between
 // and its pending changes are still the same, it tries again; when they moved on, it refuses.
 func (a *app) approve(ctx context.Context, name, target, change string) (*approveResult, error) {
-	c, err := a.client()
-	if err != nil {
-		return nil, err
-	}
-	ns, err := a.namespace()
+	c, ns, err := a.clientIn()
 	if err != nil {
 		return nil, err
 	}

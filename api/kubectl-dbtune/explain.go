@@ -112,11 +112,7 @@ func statefulSetName(arg string) (string, error) {
 }
 
 func (a *app) explain(ctx context.Context, name string) (*explanation, error) {
-	c, err := a.client()
-	if err != nil {
-		return nil, err
-	}
-	ns, err := a.namespace()
+	c, ns, err := a.clientIn()
 	if err != nil {
 		return nil, err
 	}

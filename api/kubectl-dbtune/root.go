@@ -97,6 +97,19 @@ func (a *app) namespace() (string, error) {
 	return ns, nil
 }
 
+// clientIn is the client and the namespace the command works in (-n, or the kubeconfig's).
+func (a *app) clientIn() (client.Client, string, error) {
+	c, err := a.client()
+	if err != nil {
+		return nil, "", err
+	}
+	ns, err := a.namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	return c, ns, nil
+}
+
 // context bounds a command by --request-timeout, or requestTimeout.
 func (a *app) context(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	timeout := requestTimeout

@@ -144,11 +144,7 @@ For a ScratchVolume that is not Ready it gives the reason and the next step.`,
 
 // scratchVolumes reads the named ScratchVolume, or those of the namespace, or of every namespace.
 func (a *app) scratchVolumes(ctx context.Context, all bool, names []string) ([]v1alpha1.ScratchVolume, error) {
-	c, err := a.client()
-	if err != nil {
-		return nil, err
-	}
-	ns, err := a.namespace()
+	c, ns, err := a.clientIn()
 	if err != nil {
 		return nil, err
 	}
