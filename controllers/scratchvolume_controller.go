@@ -129,20 +129,20 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.ensureFinalizer(ctx, sv); err != nil {
 		return ctrl.Result{}, err
 	}
-	report := decide.NewReport(sv, decide.ReportSettings{
+	settings := decide.ReportSettings{
 		WriteWar: r.WriteWar, Version: r.version(), Now: time.Now(), Windows: r.MaintenanceWindows, KnownSizing: r.knownSizing(sv),
-	})
-	revertsWaiting, err := r.syncAll(ctx, sv, report)
+	}
+	report, revertsWaiting, err := r.syncAll(ctx, sv, settings)
 	if staleWrite(err) {
 		// Nothing is reported from a reconcile that saw a StatefulSet change under its write: the
 		// retry comes soon, reads again and reports.
 		return r.requeue(ctx, nil, false, err)
 	}
-	report.Failed(err)
-	if obsErr := r.observe(ctx, sv, report); obsErr != nil {
+	observed, obsErr := r.observe(ctx, sv)
+	if obsErr != nil {
 		log.FromContext(ctx).Error(obsErr, "Keeping the last reported usage")
 	}
-	verdict := report.Verdict()
+	verdict := report.Verdict(decide.Ending{Failure: err, Observed: observed})
 	if statusErr := r.updateStatus(ctx, sv, verdict); statusErr != nil && err == nil {
 		err = statusErr
 	}
@@ -165,32 +165,34 @@ func (r *ScratchVolumeReconciler) load(ctx context.Context, req ctrl.Request) (*
 }
 
 // syncAll syncs every target of sv within the rollout's pacing, reverts the StatefulSets sv no
-// longer selects, and deletes the drop-in ConfigMaps no target needs, reporting each target into
-// report. revertsWaiting says some reverts wait for the targets in flight.
-func (r *ScratchVolumeReconciler) syncAll(ctx context.Context, sv *v1alpha1.ScratchVolume, report *decide.Report) (revertsWaiting bool, err error) {
+// longer selects, and deletes the drop-in ConfigMaps no target needs. It returns the report of
+// every target it synced, started from settings and what it found; revertsWaiting says some
+// reverts wait for the targets in flight.
+func (r *ScratchVolumeReconciler) syncAll(ctx context.Context, sv *v1alpha1.ScratchVolume, settings decide.ReportSettings) (report *decide.Report, revertsWaiting bool, err error) {
 	targets, err := r.targets(ctx, sv)
 	if invalid := (*invalidSelectorError)(nil); errors.As(err, &invalid) {
 		// Nothing can be known to be selected, so nothing is injected or reverted; the status
 		// says what to fix, and the next change of the spec brings the next reconcile.
-		report.SelectorInvalid(invalid.Error())
-		return false, nil
+		settings.InvalidSelector = invalid.Error()
+		return decide.NewReport(sv, settings), false, nil
 	}
 	if err != nil {
-		return false, err
+		return decide.NewReport(sv, settings), false, err
 	}
-	report.Found(len(targets))
 	pacing := decide.Pace(sv, append(targets, r.stillRolling(ctx, sv)...), r.written.Behind, r.rolloutDefaults(), time.Now())
-	report.Paced(pacing)
+	settings.Pacing = &pacing
+	report = decide.NewReport(sv, settings)
+	report.Found(len(targets))
 	rollouts := newRolloutBudget(pacing)
 	if err := r.syncTargets(ctx, sv, targets, report, rollouts); err != nil {
-		return false, err
+		return report, false, err
 	}
 	if err := r.revertDropped(ctx, sv, targets, rollouts); errors.Is(err, errRevertsWaiting) {
 		revertsWaiting = true
 	} else if err != nil {
-		return false, err
+		return report, false, err
 	}
-	return revertsWaiting, r.pruneConfigMaps(ctx, sv, report.ConfigMaps())
+	return report, revertsWaiting, r.pruneConfigMaps(ctx, sv, report.ConfigMaps())
 }
 
 // requeue is when to reconcile a ScratchVolume again without an event, decided in one place from

@@ -83,13 +83,12 @@ func (r *ScratchVolumeReconciler) resize(ctx context.Context, sv *v1alpha1.Scrat
 	return nil
 }
 
-// observe reads what the node agents report about the RAM volumes of sv's pods into rep. A failed
-// read leaves the usage part of the status as it was.
-func (r *ScratchVolumeReconciler) observe(ctx context.Context, sv *v1alpha1.ScratchVolume, rep *decide.Report) error {
+// observe reads what the node agents report about the RAM volumes of sv's pods; nil, and the
+// error, when it cannot, which leaves the usage part of the status as it was.
+func (r *ScratchVolumeReconciler) observe(ctx context.Context, sv *v1alpha1.ScratchVolume) ([]v1alpha1.ScratchVolumeUsage, error) {
 	var profiles v1alpha1.NodeIOProfileList
 	if err := r.List(ctx, &profiles, client.MatchingFields{indexObservedScratchVolumes: observedKey(sv.Namespace, sv.Name)}); err != nil {
-		return fmt.Errorf("failed to list the NodeIOProfiles reporting on ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
+		return nil, fmt.Errorf("failed to list the NodeIOProfiles reporting on ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
 	}
-	rep.Observe(decide.UsageOf(sv, profiles.Items))
-	return nil
+	return decide.UsageOf(sv, profiles.Items), nil
 }

@@ -137,13 +137,13 @@ func TestNoConditionContradictsAnother(t *testing.T) {
 			rep.Add(other, &Outcome{SV: sv, Problem: &inject.Problem{Reason: v1alpha1.ReasonContainerNotFound, Message: "why"}})
 		}},
 		reportCase{"nothing found", func(rep *Report) { rep.Found(0) }},
-		reportCase{"an invalid selector", func(rep *Report) { rep.SelectorInvalid("bad key") }},
+		reportCase{"an invalid selector", func(rep *Report) { *rep = *NewReport(sv, ReportSettings{InvalidSelector: "bad key"}) }},
 	)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := NewReport(sv, ReportSettings{})
 			tc.build(rep)
-			status := rep.Verdict().Status
+			status := rep.Verdict(Ending{}).Status
 			if got := contradictions(status.Conditions); len(got) > 0 {
 				t.Errorf("the conditions contradict each other:\n%s", strings.Join(got, "\n"))
 			}

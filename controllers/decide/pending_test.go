@@ -200,7 +200,7 @@ func TestReportOfAWaitingChange(t *testing.T) {
 	rep := NewReport(sv, ReportSettings{Version: "v2"})
 	rep.Found(1)
 	rep.Add(sts, o)
-	status := rep.Verdict().Status
+	status := rep.Verdict(Ending{}).Status
 	ts := status.Targets[0]
 	if !ts.Injected || ts.ConfigHash != carried || ts.PendingChange == nil || ts.Applied == nil || ts.Applied.Version != "v1" || len(ts.TempLocations) != 1 {
 		t.Errorf("the target keeps what it carries and reports the change beside: %+v", ts)
@@ -217,7 +217,7 @@ func TestReportOfAWaitingChange(t *testing.T) {
 		t.Errorf("a target that keeps a working configuration stays Ready: %+v", ready)
 	}
 	sunday2am := time.Date(2026, 12, 6, 2, 0, 0, 0, time.UTC)
-	if after := rep.Verdict().RequeueAfter(saturday); after != sunday2am.Sub(saturday)+time.Second {
+	if after := rep.Verdict(Ending{}).RequeueAfter(saturday); after != sunday2am.Sub(saturday)+time.Second {
 		t.Errorf("the next reconcile should come when the window opens, in %s, not %s", sunday2am.Sub(saturday), after)
 	}
 }
@@ -311,7 +311,7 @@ func TestPendingChangeSaysHowPodsRestart(t *testing.T) {
 	rep := NewReport(sv, ReportSettings{Version: "v2"})
 	rep.Found(1)
 	rep.Add(sts, o)
-	status := rep.Verdict().Status
+	status := rep.Verdict(Ending{}).Status
 	c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionChangesPending)
 	if c == nil || !strings.Contains(c.Message, "applied, it restarts its 4 pods 2 at a time (rollingUpdate.maxUnavailable)") {
 		t.Errorf("the pending change does not say how the pods restart: %+v", c)

@@ -169,49 +169,57 @@ func TestReportConditions(t *testing.T) {
 	tests := []struct {
 		name  string
 		sv    *v1alpha1.ScratchVolume
-		fill  func(rep *Report, sv *v1alpha1.ScratchVolume)
+		fill  func(rep *Report, sv *v1alpha1.ScratchVolume) Ending
 		want  want
 		retry time.Duration
 	}{
-		{"nothing selected", one[0], func(rep *Report, _ *v1alpha1.ScratchVolume) { rep.Found(0) },
+		{"nothing selected", one[0], func(rep *Report, _ *v1alpha1.ScratchVolume) Ending { rep.Found(0); return Ending{} },
 			want{v1alpha1.ReasonTargetNotFound, v1alpha1.ReasonTargetNotFound, v1alpha1.ReasonTargetNotFound, v1alpha1.ReasonTargetNotFound, v1alpha1.ReasonNoConflict}, 0},
-		{"an invalid selector", one[0], func(rep *Report, _ *v1alpha1.ScratchVolume) { rep.SelectorInvalid("bad key") },
+		{"an invalid selector", one[0], func(rep *Report, sv *v1alpha1.ScratchVolume) Ending {
+			*rep = *NewReport(sv, ReportSettings{InvalidSelector: "bad key"})
+			return Ending{}
+		},
 			want{v1alpha1.ReasonInvalidSelector, v1alpha1.ReasonInvalidSelector, v1alpha1.ReasonInvalidSelector, v1alpha1.ReasonInvalidSelector, v1alpha1.ReasonNoConflict}, 0},
-		{"injected, half-way through a partitioned rollout", one[0], func(rep *Report, sv *v1alpha1.ScratchVolume) {
+		{"injected, half-way through a partitioned rollout", one[0], func(rep *Report, sv *v1alpha1.ScratchVolume) Ending {
 			rep.Found(1)
 			sts := injectedBy(fresh, one)
 			rep.Add(sts, PlanTarget(one, sts, inject.Namespace{}, Gate{}).Outcomes[sv.Name])
+			return Ending{}
 		}, want{v1alpha1.ReasonPartitioned, v1alpha1.ReasonTargetFound, v1alpha1.ReasonInjected, v1alpha1.ReasonPartitioned, v1alpha1.ReasonNoConflict}, 0},
-		{"blocked by an older ScratchVolume", scratchVolumes(nil, sameSpec)[1], func(rep *Report, sv *v1alpha1.ScratchVolume) {
+		{"blocked by an older ScratchVolume", scratchVolumes(nil, sameSpec)[1], func(rep *Report, sv *v1alpha1.ScratchVolume) Ending {
 			rep.Found(1)
 			svs := scratchVolumes(nil, sameSpec)
 			rep.Add(fresh, PlanTarget(svs, fresh, inject.Namespace{}, Gate{}).Outcomes[sv.Name])
+			return Ending{}
 		}, want{v1alpha1.ReasonScratchVolumeConflict, v1alpha1.ReasonTargetFound, v1alpha1.ReasonScratchVolumeConflict, v1alpha1.ReasonScratchVolumeConflict, v1alpha1.ReasonScratchVolumeConflict}, 0},
-		{"a write failed", one[0], func(rep *Report, _ *v1alpha1.ScratchVolume) {
+		{"a write failed", one[0], func(rep *Report, _ *v1alpha1.ScratchVolume) Ending {
 			rep.Found(1)
 			rep.WriteFailed(fresh, errors.New("boom"))
+			return Ending{}
 		}, want{v1alpha1.ReasonWriteFailed, v1alpha1.ReasonTargetFound, v1alpha1.ReasonWriteFailed, v1alpha1.ReasonWriteFailed, v1alpha1.ReasonNoConflict}, 0},
-		{"admission control refused the write", one[0], func(rep *Report, _ *v1alpha1.ScratchVolume) {
+		{"admission control refused the write", one[0], func(rep *Report, _ *v1alpha1.ScratchVolume) Ending {
 			rep.Found(1)
 			rep.Denied(fresh, "denied by policy")
+			return Ending{}
 		}, want{v1alpha1.ReasonAdmissionDenied, v1alpha1.ReasonTargetFound, v1alpha1.ReasonAdmissionDenied, v1alpha1.ReasonAdmissionDenied, v1alpha1.ReasonNoConflict}, AdmissionRetryInterval},
-		{"the reconcile ended before every target was synced", one[0], func(rep *Report, _ *v1alpha1.ScratchVolume) {
+		{"the reconcile ended before every target was synced", one[0], func(rep *Report, _ *v1alpha1.ScratchVolume) Ending {
 			rep.Found(2)
-			rep.Failed(errors.New("conflict"))
+			return Ending{Failure: errors.New("conflict")}
 		}, want{v1alpha1.ReasonReconcileFailed, v1alpha1.ReasonTargetFound, v1alpha1.ReasonReconcileFailed, v1alpha1.ReasonReconcileFailed, v1alpha1.ReasonNoConflict}, 0},
-		{"held off by a write war", one[0], func(rep *Report, sv *v1alpha1.ScratchVolume) {
+		{"held off by a write war", one[0], func(rep *Report, sv *v1alpha1.ScratchVolume) Ending {
 			rep.Found(1)
 			o := PlanTarget(one, fresh, inject.Namespace{}, Gate{}).Outcomes[sv.Name]
 			o.War = &v1alpha1.WriteWar{Holds: 1, HeldSince: metav1.NewTime(now), RetryAt: metav1.NewTime(now.Add(10 * time.Minute))}
 			o.Guard = Guard{War: o.War}
 			rep.Add(fresh, o)
+			return Ending{}
 		}, want{v1alpha1.ReasonFightingAnotherWriter, v1alpha1.ReasonTargetFound, v1alpha1.ReasonFightingAnotherWriter, v1alpha1.ReasonFightingAnotherWriter, v1alpha1.ReasonFightingAnotherWriter}, 10*time.Minute + time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rep := NewReport(tt.sv, ReportSettings{})
-			tt.fill(rep, tt.sv)
-			status := rep.Verdict().Status
+			verdict := rep.Verdict(tt.fill(rep, tt.sv))
+			status := verdict.Status
 			reason := func(typ string) string {
 				if c := meta.FindStatusCondition(status.Conditions, typ); c != nil {
 					return c.Reason
@@ -223,7 +231,7 @@ func TestReportConditions(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("condition reasons\n got %+v\nwant %+v", got, tt.want)
 			}
-			if got := rep.Verdict().RequeueAfter(now); got != tt.retry {
+			if got := verdict.RequeueAfter(now); got != tt.retry {
 				t.Errorf("RequeueAfter = %v, want %v", got, tt.retry)
 			}
 		})

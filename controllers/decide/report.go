@@ -54,10 +54,8 @@ type Report struct {
 	denials int
 	// wake is when a target's write-war guard needs the next reconcile; zero when none does.
 	wake time.Time
-	// failure is the error that ended the reconcile before every target was reported, if any.
-	failure error
-	// observed is what the node agents report about the RAM volumes of the ScratchVolume's pods;
-	// nil when it could not be read.
+	// failure and observed are the Ending's, set only on the copy a verdict is decided on.
+	failure  error
 	observed []v1alpha1.ScratchVolumeUsage
 	// containers are the containers that got the volume, by target, for checking a recommended
 	// size against their memory limits.
@@ -94,12 +92,18 @@ type ReportSettings struct {
 	// KnownSizing is the status.sizing written with the last automatic resize, when the
 	// ScratchVolume as read does not show it yet; the sizing decision starts from it instead.
 	KnownSizing *v1alpha1.SizingStatus
+	// Pacing is the reconcile's rollout pacing: which targets are in flight, and whether the
+	// rollout stopped; nil when it has none.
+	Pacing *Pacing
+	// InvalidSelector says why spec.target.selector cannot be parsed, when it cannot: nothing is
+	// selected then.
+	InvalidSelector string
 }
 
 // NewReport starts the report of one reconcile of sv.
 func NewReport(sv *v1alpha1.ScratchVolume, s ReportSettings) *Report {
 	return &Report{sv: sv, cms: map[string]bool{}, containers: map[string]*corev1.Container{}, rule: s.WriteWar.OrDefaults(),
-		version: s.Version, now: s.Now, windows: s.Windows, knownSizing: s.KnownSizing}
+		version: s.Version, now: s.Now, windows: s.Windows, knownSizing: s.KnownSizing, pacing: s.Pacing, invalidSelector: s.InvalidSelector}
 }
 
 // Add records the outcome for one target StatefulSet. It returns the reason the target is blocked
@@ -189,10 +193,6 @@ func (rep *Report) waiting(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.Scr
 		rep.rollout = append(rep.rollout, finding{sts.Name, reason, msg})
 	}
 }
-
-// Paced records the reconcile's pacing: which targets are in flight, and whether the rollout
-// stopped.
-func (rep *Report) Paced(p Pacing) { rep.pacing = &p }
 
 // waitingForSlot records a target whose change waits for the targets in flight: it keeps what it
 // carries, reported as the last status had it.
@@ -364,16 +364,6 @@ func (rep *Report) Found(targets int) {
 	rep.targetsFound = targets
 	rep.targets = make([]v1alpha1.ScratchTargetStatus, 0, targets)
 }
-
-// SelectorInvalid records why spec.target.selector cannot be parsed: nothing is selected.
-func (rep *Report) SelectorInvalid(message string) { rep.invalidSelector = message }
-
-// Failed records the error that ended the reconcile, nil when none did.
-func (rep *Report) Failed(err error) { rep.failure = err }
-
-// Observe records what the node agents report about the RAM volumes of sv's pods (UsageOf). A
-// report that never observes keeps the usage the last status had.
-func (rep *Report) Observe(usage []v1alpha1.ScratchVolumeUsage) { rep.observed = usage }
 
 // rolledOutBefore reports whether the ScratchVolume's last status had target rolled out with the
 // configuration hash: the ScratchVolume was RolledOut, and the target carried hash then.

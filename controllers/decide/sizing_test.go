@@ -65,7 +65,7 @@ func (c sizingCase) report(t *testing.T) (*Report, []v1alpha1.ScratchVolumeUsage
 		obs = append(obs, v1alpha1.ScratchVolumeUsage{Namespace: "ns", Pod: pod, ScratchVolume: "tmp", SizeBytes: 512 * mib,
 			PeakBytes: c.lifePeak * mib, WindowPeakBytes: c.windowPeak * mib, SampledSince: metav1.NewTime(sizingNow.Add(-48 * time.Hour))})
 	}
-	rep.Observe(obs)
+	rep.observed = obs // as the Ending of a verdict gives it
 	limit := c.limit
 	if limit == "" {
 		limit = "16Gi"
@@ -83,10 +83,10 @@ func TestVerdictHasNoSideEffects(t *testing.T) {
 		"sustaining":          {windowPeak: 500, lifePeak: 500, last: proposing("640Mi", time.Hour)},
 	} {
 		t.Run(name, func(t *testing.T) {
-			rep, _ := c.report(t)
+			rep, obs := c.report(t)
 			rep.Found(1)
 			rep.Add(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}}, nil)
-			first, second := rep.Verdict(), rep.Verdict()
+			first, second := rep.Verdict(Ending{Observed: obs}), rep.Verdict(Ending{Observed: obs})
 			if diff := cmp.Diff(first, second, cmp.AllowUnexported(Verdict{})); diff != "" {
 				t.Errorf("a second verdict from the same report differs (-first +second):\n%s", diff)
 			}
@@ -216,7 +216,7 @@ func TestSizingManualAndUnobserved(t *testing.T) {
 	sv.Spec.Size = resource.MustParse("512Mi")
 	sv.Spec.Sizing = &v1alpha1.SizingPolicy{Mode: v1alpha1.SizingAutomatic, Min: new(resource.MustParse("256Mi")), Max: new(resource.MustParse("2Gi"))}
 	rep := NewReport(sv, ReportSettings{Version: "v1", Now: sizingNow})
-	rep.Observe([]v1alpha1.ScratchVolumeUsage{})
+	rep.observed = []v1alpha1.ScratchVolumeUsage{}
 	st := &v1alpha1.ScratchVolumeStatus{}
 	if resize, _ := rep.sizing(st); st.Sizing == nil || st.Sizing.Reason != v1alpha1.ReasonSizingNotObserved || resize != nil {
 		t.Errorf("no pods observed: %+v", st.Sizing)
@@ -244,7 +244,7 @@ func TestSizingKeepsAResizeTheCacheHasNotSeen(t *testing.T) {
 	}
 	rep := NewReport(sv, ReportSettings{Version: "v1", Now: sizingNow, KnownSizing: known})
 	obs := []v1alpha1.ScratchVolumeUsage{{Namespace: "ns", Pod: "db-0", ScratchVolume: "tmp", SizeBytes: 512 * mib, PeakBytes: 500 * mib, WindowPeakBytes: 500 * mib}}
-	rep.Observe(obs)
+	rep.observed = obs
 	st := &v1alpha1.ScratchVolumeStatus{Usage: capacity.Summarize(obs)}
 	if resize, _ := rep.sizing(st); st.Sizing.Reason != v1alpha1.ReasonSizingSteady || len(st.Sizing.History) != 1 || st.Sizing.Last != "512Mi → 640Mi" || resize != nil {
 		t.Errorf("after a resize the cache has not seen: %+v", st.Sizing)

@@ -34,8 +34,25 @@ type Verdict struct {
 	denied bool
 }
 
-// Verdict decides what the report comes to. It changes nothing, the report included.
-func (rep *Report) Verdict() Verdict {
+// Ending is how a reconcile ended, which its verdict reads besides the report.
+type Ending struct {
+	// Failure is the error that ended the reconcile before every target was reported; nil when
+	// none did.
+	Failure error
+	// Observed is what the node agents report about the RAM volumes of the ScratchVolume's pods
+	// (UsageOf); nil when it could not be read, which keeps the usage the last status had.
+	Observed []v1alpha1.ScratchVolumeUsage
+}
+
+// Verdict decides what the report comes to, with how the reconcile ended. It changes nothing, the
+// report included.
+func (rep *Report) Verdict(end Ending) Verdict {
+	ended := *rep
+	ended.failure, ended.observed = end.Failure, end.Observed
+	return ended.verdict()
+}
+
+func (rep *Report) verdict() Verdict {
 	sv := rep.sv
 	status := v1alpha1.ScratchVolumeStatus{
 		ObservedGeneration: sv.Generation, MountPath: sv.EffectiveMountPath(),

@@ -130,7 +130,7 @@ func TestTrimmedStatefulSetsReportTheSame(t *testing.T) {
 					if diff := cmp.Diff(whole, cached, opts...); diff != "" {
 						t.Errorf("round %d, %s: the status from the trimmed StatefulSet differs (-whole +trimmed):\n%s", round, c.svs[i].Name, diff)
 					}
-					st := whole.Verdict().Status
+					st := whole.Verdict(decide.Ending{}).Status
 					if round == 1 && len(st.Targets) == 1 && st.Targets[0].Injected && meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionRolledOut) {
 						t.Errorf("round %d, %s: a partitioned rollout half-way was reported done", round, c.svs[i].Name)
 					}
