@@ -95,20 +95,26 @@ k8s-binaries-all: ## Also build kube-controller-manager, kube-scheduler, kubectl
 k8s-binaries-node: ## Build a real node's kubelet, containerd, containerd-shim-runc-v2 and ctr (not part of k8s-binaries-all).
 	$(K8S_BINARIES) node
 
-# The real-node tests (build tag realnode) run after the others, on their own: they start containerd,
-# a kubelet and containers, and change the machine (kernel settings, cgroups, mounts, a bridge) until
-# they restore it. As root they need Debian's runc, containernetworking-plugins, busybox-static and
-# mmdebstrap (.ci/run installs them); without root they skip.
+# make test runs two lanes at once: the real node's tests (build tag realnode), and every other
+# package one at a time. Both mostly wait (API servers, kubelet syncs, container starts, database
+# servers): one after the other they kept the two cores a third busy. The real node changes the
+# machine (kernel settings, cgroups, mounts, a bridge) until it restores it; the other packages'
+# root tests keep to their own mounts, loop devices and cgroups, which it never looks at. As root
+# the real node needs Debian's runc, containernetworking-plugins, busybox-static and mmdebstrap
+# (.ci/run installs them); without root it skips. -Oline keeps each lane's lines whole.
 .PHONY: test
 test: ## Run every test: unit, envtest against a real API server, the root-only ones and a real node's.
 	$(K8S_BINARIES) $(K8S_TEST_BINARIES) node
 	@if [ "$$(id -u)" -eq 0 ] && command -v mmdebstrap >/dev/null; then $(MAKE) images-databases; \
 	else echo "make test: not root or no mmdebstrap: the MariaDB 11.8 and MySQL 9.7 lanes skip (make images-databases)"; fi
+	$(MAKE) -j2 -Oline test-packages test-realnode
+
+.PHONY: test-packages
+test-packages: ## Run every test but the real node's, one package at a time.
 	KUBEBUILDER_ASSETS="$$($(K8S_BINARIES) --print-dir)" go test $(GOTEST_FLAGS) ./...
 	cd test/helm && go test $(GOTEST_FLAGS) ./...
 	cd test/gitops && go test $(GOTEST_FLAGS) ./...
 	cd hack/images && go test $(GOTEST_FLAGS) ./...
-	go test $(GOTEST_FLAGS) -tags realnode ./test/realnode/...
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no API server, no root).

@@ -24,10 +24,11 @@ import (
 // template refers to it, so new pods always find their file.
 func (r *ScratchVolumeReconciler) ensureConfigMaps(ctx context.Context, sts *appsv1.StatefulSet, outcomes map[string]*decide.Outcome) error {
 	for _, o := range outcomes {
-		if o.Plan == nil || o.Plan.ConfigVolume == nil {
+		s, ok := o.Injecting()
+		if !ok || s.Plan.ConfigVolume == nil {
 			continue
 		}
-		if err := r.ensureConfigMap(ctx, o.SV, sts, o.Plan); err != nil {
+		if err := r.ensureConfigMap(ctx, o.SV, sts, s.Plan); err != nil {
 			return err
 		}
 	}

@@ -121,17 +121,18 @@ type gapSighting struct {
 	at  time.Time
 }
 
-// recheckGap asks the report for a reconcile when sts's missing pods reach the grace, and
-// forgets a StatefulSet that has all its pods again.
-func (r *ScratchVolumeReconciler) recheckGap(sts *appsv1.StatefulSet, report *decide.Report) {
+// recheckGap is when sts's missing pods reach the grace, which asks for a reconcile then; zero
+// when it misses none. It forgets a StatefulSet that has all its pods again.
+func (r *ScratchVolumeReconciler) recheckGap(sts *appsv1.StatefulSet) time.Time {
 	key := client.ObjectKeyFromObject(sts)
 	if !missingPods(sts) {
 		r.gaps.Delete(key)
-		return
+		return time.Time{}
 	}
 	if g, ok := r.gaps.Load(key); ok {
-		report.RecheckAt(g.(gapSighting).at.Add(r.missingGrace()))
+		return g.(gapSighting).at.Add(r.missingGrace())
 	}
+	return time.Time{}
 }
 
 // missingPods reports whether sts has fewer pods than it asks for while its controller rolls it:

@@ -110,6 +110,9 @@ func TestPodsMissingWithoutAnEvent(t *testing.T) {
 	if got := r.refusedCreations(context.Background(), sts, []*v1alpha1.ScratchVolume{&sv}); len(got) != 0 {
 		t.Fatalf("a pod missing for no time was taken for refused: %+v", got)
 	}
+	if at := r.recheckGap(sts); at.IsZero() || time.Until(at) > 200*time.Millisecond {
+		t.Errorf("the missing pod asks for a look at %v, want one within the grace", at)
+	}
 	time.Sleep(250 * time.Millisecond)
 	got := r.refusedCreations(context.Background(), sts, []*v1alpha1.ScratchVolume{&sv})
 	if msg := got[sv.Name].Message; !strings.Contains(msg, "1 of its 2 pods have not been created") {
@@ -118,7 +121,9 @@ func TestPodsMissingWithoutAnEvent(t *testing.T) {
 	// Once the pod is back, the sighting goes.
 	back := sts.DeepCopy()
 	back.Status.Replicas = 2
-	r.recheckGap(back, nil)
+	if at := r.recheckGap(back); !at.IsZero() {
+		t.Errorf("a StatefulSet with all its pods asks for a look at %v", at)
+	}
 	if _, ok := r.gaps.Load(client.ObjectKeyFromObject(sts)); ok {
 		t.Errorf("the sighting outlived the missing pod")
 	}

@@ -174,17 +174,17 @@ func (r *ScratchVolumeReconciler) syncAll(ctx context.Context, sv *v1alpha1.Scra
 		// Nothing can be known to be selected, so nothing is injected or reverted; the status
 		// says what to fix, and the next change of the spec brings the next reconcile.
 		settings.InvalidSelector = invalid.Error()
-		return decide.NewReport(sv, settings), false, nil
+		return decide.NewReport(sv, settings, decide.Synced{}), false, nil
 	}
 	if err != nil {
-		return decide.NewReport(sv, settings), false, err
+		return decide.NewReport(sv, settings, decide.Synced{}), false, err
 	}
 	pacing := decide.Pace(sv, append(targets, r.stillRolling(ctx, sv)...), r.written.Behind, r.rolloutDefaults(), time.Now())
 	settings.Pacing = &pacing
-	report = decide.NewReport(sv, settings)
-	report.Found(len(targets))
 	rollouts := newRolloutBudget(pacing)
-	if err := r.syncTargets(ctx, sv, targets, report, rollouts); err != nil {
+	synced, err := r.syncTargets(ctx, sv, targets, rollouts)
+	report = decide.NewReport(sv, settings, decide.Synced{Found: len(targets), Targets: synced})
+	if err != nil {
 		return report, false, err
 	}
 	if err := r.revertDropped(ctx, sv, targets, rollouts); errors.Is(err, errRevertsWaiting) {

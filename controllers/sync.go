@@ -23,22 +23,22 @@ import (
 	"github.com/dbtune/scratch-operator/controllers/fleetcache"
 )
 
-// syncTargets syncs every target and reports each, in order. A failed write is reported as such
-// and the others still go ahead; the failures come back joined, for a retry with backoff. A
-// conflict ends the reconcile: the retry re-reads everything.
+// syncTargets syncs every target and returns what each sync left, in order. A failed write is
+// reported as such and the others still go ahead; the failures come back joined, for a retry with
+// backoff. A conflict ends the reconcile: the retry re-reads everything.
 //
 // The targets are synced in parallel, each holding one of the reconciler's workers: all reconciles
 // together never have more syncs in flight than workers, as when each reconcile synced its targets
 // one after the other, but when fewer ScratchVolumes than workers are left to reconcile, their
 // targets use the idle workers instead of leaving them idle.
-func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.ScratchVolume, targets []*appsv1.StatefulSet, report *decide.Report, rollouts *rolloutBudget) error {
+func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.ScratchVolume, targets []*appsv1.StatefulSet, rollouts *rolloutBudget) ([]decide.Target, error) {
 	type synced struct {
 		out map[string]*decide.Outcome
 		err error
 	}
 	view, err := r.namespaceView(ctx, sv.Namespace)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	events := r.changeEvents()
 	defer events.record()
@@ -48,7 +48,7 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 		release, err := r.acquireWorker(ctx)
 		if err != nil {
 			wg.Wait()
-			return err
+			return nil, err
 		}
 		wg.Go(func() {
 			defer release()
@@ -57,34 +57,37 @@ func (r *ScratchVolumeReconciler) syncTargets(ctx context.Context, sv *v1alpha1.
 		})
 	}
 	wg.Wait()
+	done := make([]decide.Target, 0, len(targets))
 	var errs []error
-	for i := range targets {
+	for i, sts := range targets {
 		out, err := results[i].out, results[i].err
-		if denial := admissionDenial(err); denial != "" {
+		t := decide.Target{StatefulSet: sts}
+		switch denial := admissionDenial(err); {
+		case denial != "":
 			// Trying again at once would be refused the same way: the status says why, and the
 			// StatefulSet's next change (the label a policy asks for) or the retry brings the next try.
-			log.FromContext(ctx).Info("Admission control refused a StatefulSet change", "statefulset", client.ObjectKeyFromObject(targets[i]), "message", denial)
-			countBlocked(report.Denied(targets[i], denial))
-			continue
-		}
-		if staleWrite(err) {
-			return err
-		}
-		if fieldConflict(err) != "" {
-			err = fmt.Errorf("%w; %w", err, errOwnedByAnother)
-		}
-		if err != nil && r.deletedMeanwhile(ctx, targets[i]) {
-			return fmt.Errorf("%w: %w", errDeletedMeanwhile, err)
-		}
-		if err != nil {
-			countBlocked(report.WriteFailed(targets[i], err))
+			log.FromContext(ctx).Info("Admission control refused a StatefulSet change", "statefulset", client.ObjectKeyFromObject(sts), "message", denial)
+			t.Outcome = decide.Denied(sv, sts, denial)
+		case staleWrite(err):
+			return done, err
+		case err != nil:
+			if fieldConflict(err) != "" {
+				err = fmt.Errorf("%w; %w", err, errOwnedByAnother)
+			}
+			if r.deletedMeanwhile(ctx, sts) {
+				return done, fmt.Errorf("%w: %w", errDeletedMeanwhile, err)
+			}
+			t.Outcome = decide.WriteFailed(sv, sts, err)
 			errs = append(errs, err)
-			continue
+		default:
+			t.Outcome, t.RecheckAt = out[sv.Name], r.recheckGap(sts)
 		}
-		countBlocked(report.Add(targets[i], out[sv.Name]))
-		r.recheckGap(targets[i], report)
+		if t.Outcome != nil {
+			countBlocked(t.Outcome.BlockedBy())
+		}
+		done = append(done, t)
 	}
-	return errors.Join(errs...)
+	return done, errors.Join(errs...)
 }
 
 // deletedMeanwhile reports whether sts, whose write failed, is gone from the API server or is
@@ -189,17 +192,18 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 		return nil, fmt.Errorf("failed to get StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 	}
 	targetsPlanned.WithLabelValues(sts.Namespace).Inc()
-	tp := decide.PlanTarget(svs, live, view.rules, r.gate(ctx, live, svs, refused))
+	gate := r.gate(ctx, live, svs, refused)
+	tp := decide.PlanTarget(svs, live, view.rules, gate)
 	if tp.Settled() {
-		if tp.Waiting() || tp.Rechecked() || tp.Refused() {
-			r.decisions.Forget(key)
-		} else {
+		if tp.Remembered() {
 			r.decisions.Remember(key, fleetcache.InputsOf(live, svs, view.stamp), tp.Outcomes)
+		} else {
+			r.decisions.Forget(key)
 		}
 		return r.settle(ctx, live, svs, fleetcache.SettledOutcomes(tp.Outcomes))
 	}
 	r.decisions.Forget(key)
-	out, err := r.writePlan(ctx, sts, live, svs, view, tp, events, rollouts)
+	out, err := r.writePlan(ctx, sts, live, svs, view, gate, tp, events, rollouts)
 	if err == nil {
 		r.warnRefused(sts, tp)
 	}
@@ -207,9 +211,11 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 }
 
 // writePlan writes tp, which live (the whole object sts, the cache's, stands for) does not carry
-// yet, unless the write-war rule holds it off, and remembers what the write leaves.
+// yet, unless the write-war rule holds it off, and remembers what the write leaves. gate is what
+// tp was decided with; the decision on what the write leaves takes it again, without the refusals
+// the write took back.
 func (r *ScratchVolumeReconciler) writePlan(ctx context.Context, sts, live *appsv1.StatefulSet, svs []*v1alpha1.ScratchVolume,
-	view namespaceView, tp decide.TargetPlan, events *changeEvents, rollouts *rolloutBudget) (map[string]*decide.Outcome, error) {
+	view namespaceView, gate decide.Gate, tp decide.TargetPlan, events *changeEvents, rollouts *rolloutBudget) (map[string]*decide.Outcome, error) {
 	key := client.ObjectKeyFromObject(sts)
 	rule, now := r.WriteWar.OrDefaults(), time.Now()
 	restored := decide.RestoredBy(tp, live)
@@ -235,7 +241,8 @@ func (r *ScratchVolumeReconciler) writePlan(ctx context.Context, sts, live *apps
 	// before the next decision, and the object that decision is made from, so that the syncs
 	// the write brings (its own watch event, the StatefulSet controller's status) need no read.
 	r.written.Record(key, live.Generation)
-	if after := decide.PlanTarget(svs, live, view.rules, r.gate(ctx, live, svs, nil)); after.Settled() && !after.Waiting() && !after.Rechecked() && !after.Refused() {
+	gate.Refused = nil
+	if after := decide.PlanTarget(svs, live, view.rules, gate); after.Remembered() {
 		r.decisions.Remember(key, fleetcache.InputsOf(live, svs, view.stamp), after.Outcomes)
 	}
 	g := r.guards.Update(key, svs, func(g decide.Guard) decide.Guard { return rule.AfterWrite(g, now, !restored.Empty()) })
@@ -265,8 +272,8 @@ func (r *ScratchVolumeReconciler) gate(ctx context.Context, sts *appsv1.Stateful
 // warnRefused records the Warning of each refusal found now, once its revert is written.
 func (r *ScratchVolumeReconciler) warnRefused(sts *appsv1.StatefulSet, tp decide.TargetPlan) {
 	for _, o := range tp.Outcomes {
-		if o.Refusal != nil && tp.Fresh(o) {
-			r.warn(o.SV, sts, decide.PodsRefused(o.Refusal))
+		if s, ok := o.State.(decide.Refused); ok && s.Fresh {
+			r.warn(o.SV, sts, decide.PodsRefused(s.Record))
 		}
 	}
 }
@@ -336,7 +343,7 @@ func (r *ScratchVolumeReconciler) holdOff(ctx context.Context, sts *appsv1.State
 		log.FromContext(ctx).Info("Stopped restoring a StatefulSet that another writer keeps changing",
 			"statefulset", name, "candidates", g.War.Candidates, "retryAt", g.War.RetryAt)
 		for _, o := range outcomes {
-			if o.Plan != nil {
+			if _, held := o.State.(decide.Held); held {
 				r.warn(o.SV, sts, decide.FightBegan(sts.Name, g.War, rule))
 			}
 		}

@@ -104,45 +104,42 @@ func TestNoConditionContradictsAnother(t *testing.T) {
 	sv := &v1alpha1.ScratchVolume{ObjectMeta: metav1.ObjectMeta{Name: "tmp", Namespace: "ns", Generation: 1}}
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
 	type reportCase struct {
-		name  string
-		build func(rep *Report)
+		name     string
+		settings ReportSettings
+		synced   Synced
+	}
+	one := func(name string, o *Outcome) reportCase {
+		return reportCase{name: name, synced: Synced{Found: 1, Targets: []Target{{StatefulSet: sts, Outcome: o}}}}
+	}
+	blocked := func(reason string) *Outcome {
+		return &Outcome{SV: sv, State: Blocked{Problem: &inject.Problem{Reason: reason, Message: "why"}}}
 	}
 	var cases []reportCase
 	for _, reason := range refusalReasons(t) {
-		cases = append(cases, reportCase{"refused: " + reason, func(rep *Report) {
-			rep.Found(1)
-			rep.Add(sts, &Outcome{SV: sv, Problem: &inject.Problem{Reason: reason, Message: "why"}})
-		}})
+		cases = append(cases, one("refused: "+reason, blocked(reason)))
 	}
 	for _, reason := range []string{v1alpha1.ReasonControlledByOperator, v1alpha1.ReasonScratchVolumeConflict} {
-		cases = append(cases, reportCase{"refused: " + reason, func(rep *Report) {
-			rep.Found(1)
-			rep.Add(sts, &Outcome{SV: sv, Problem: &inject.Problem{Reason: reason, Message: "why"}})
-		}})
+		cases = append(cases, one("refused: "+reason, blocked(reason)))
 	}
 	now := time.Now()
+	war := &v1alpha1.WriteWar{Holds: 1, HeldSince: metav1.NewTime(now), RetryAt: metav1.NewTime(now.Add(time.Hour))}
+	other := sts.DeepCopy()
+	other.Name = "db-2"
 	cases = append(cases,
-		reportCase{"held in a write war", func(rep *Report) {
-			rep.Found(1)
-			war := &v1alpha1.WriteWar{Holds: 1, HeldSince: metav1.NewTime(now), RetryAt: metav1.NewTime(now.Add(time.Hour))}
-			rep.Add(sts, &Outcome{SV: sv, Plan: &inject.Plan{Container: "db"}, Hash: "h", War: war})
-		}},
-		reportCase{"refused by admission control", func(rep *Report) { rep.Found(1); rep.Denied(sts, "no") }},
-		reportCase{"a failed write", func(rep *Report) { rep.Found(1); rep.WriteFailed(sts, errTest) }},
-		reportCase{"two targets, one refused", func(rep *Report) {
-			rep.Found(2)
-			rep.Add(sts, &Outcome{SV: sv, Problem: &inject.Problem{Reason: v1alpha1.ReasonUnknownImage, Message: "why"}})
-			other := sts.DeepCopy()
-			other.Name = "db-2"
-			rep.Add(other, &Outcome{SV: sv, Problem: &inject.Problem{Reason: v1alpha1.ReasonContainerNotFound, Message: "why"}})
-		}},
-		reportCase{"nothing found", func(rep *Report) { rep.Found(0) }},
-		reportCase{"an invalid selector", func(rep *Report) { *rep = *NewReport(sv, ReportSettings{InvalidSelector: "bad key"}) }},
+		one("held in a write war", &Outcome{SV: sv, State: Held{Plan: &inject.Plan{Container: "db"}, Hash: "h", War: war}}),
+		one("pods refused", &Outcome{SV: sv, State: Refused{Record: &v1alpha1.RolloutRefusal{Message: "exceeded quota", Time: metav1.NewTime(now)}}}),
+		one("refused by admission control", Denied(sv, sts, "no")),
+		one("a failed write", WriteFailed(sv, sts, errTest)),
+		reportCase{name: "two targets, one refused", synced: Synced{Found: 2, Targets: []Target{
+			{StatefulSet: sts, Outcome: blocked(v1alpha1.ReasonUnknownImage)},
+			{StatefulSet: other, Outcome: blocked(v1alpha1.ReasonContainerNotFound)},
+		}}},
+		reportCase{name: "nothing found"},
+		reportCase{name: "an invalid selector", settings: ReportSettings{InvalidSelector: "bad key"}},
 	)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rep := NewReport(sv, ReportSettings{})
-			tc.build(rep)
+			rep := NewReport(sv, tc.settings, tc.synced)
 			status := rep.Verdict(Ending{}).Status
 			if got := contradictions(status.Conditions); len(got) > 0 {
 				t.Errorf("the conditions contradict each other:\n%s", strings.Join(got, "\n"))

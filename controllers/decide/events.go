@@ -65,29 +65,30 @@ type Change struct {
 func Changes(sts *appsv1.StatefulSet, outcomes map[string]*Outcome, desired, observed inject.Entries, restored []string) []Change {
 	var out []Change
 	for _, o := range outcomes {
-		if o.Plan == nil {
+		s, ok := o.Injecting()
+		if !ok {
 			continue
 		}
 		key := o.SV.InjectionAnnotation()
 		before, had := observed.Annotations[key]
 		size := quantity.Exact(o.SV.Spec.Size)
 		switch {
-		case !had && wrote(o.SV, sts.Name, o.Hash):
+		case !had && wrote(o.SV, sts.Name, s.Hash):
 			out = append(out, Change{o.SV, EventRestored, ActionInject,
 				fmt.Sprintf("Restored the injection in StatefulSet %s, which another field manager or a hand edit removed (%s)", sts.Name, conditions.Names(restored, 4)),
 				"Restored the injection, which another field manager or a hand edit removed, in"})
 		case !had:
 			out = append(out, Change{o.SV, EventInjected, ActionInject,
-				fmt.Sprintf("Injected a %s RAM volume at %s into container %s of StatefulSet %s%s", size, o.Plan.Mount.MountPath, o.Plan.Container, sts.Name, placement(o.Plan)),
+				fmt.Sprintf("Injected a %s RAM volume at %s into container %s of StatefulSet %s%s", size, s.Plan.Mount.MountPath, s.Plan.Container, sts.Name, placement(s.Plan)),
 				fmt.Sprintf("Injected a %s RAM volume into", size)})
-		case before != desired.Annotations[key] && o.Applying != "":
+		case before != desired.Annotations[key] && s.Applying != "":
 			out = append(out, Change{o.SV, EventUpdated, ActionInject,
 				fmt.Sprintf("Updated the injection in StatefulSet %s (config hash %s -> %s), a change nobody wrote in the ScratchVolume or the StatefulSet, %s%s",
-					sts.Name, before, desired.Annotations[key], o.Applying, placement(o.Plan)),
-				fmt.Sprintf("Updated the injection, a change nobody wrote, %s, in", o.Applying)})
+					sts.Name, before, desired.Annotations[key], s.Applying, placement(s.Plan)),
+				fmt.Sprintf("Updated the injection, a change nobody wrote, %s, in", s.Applying)})
 		case before != desired.Annotations[key]:
 			out = append(out, Change{o.SV, EventUpdated, ActionInject,
-				fmt.Sprintf("Updated the injection in StatefulSet %s (config hash %s -> %s)%s", sts.Name, before, desired.Annotations[key], placement(o.Plan)),
+				fmt.Sprintf("Updated the injection in StatefulSet %s (config hash %s -> %s)%s", sts.Name, before, desired.Annotations[key], placement(s.Plan)),
 				"Updated the injection in"})
 		default:
 			out = append(out, Change{o.SV, EventRestored, ActionInject,

@@ -146,7 +146,7 @@ func restoreOf(t *testing.T, svs []*v1alpha1.ScratchVolume, sts *appsv1.Stateful
 	t.Helper()
 	tp := PlanTarget(svs, sts, inject.Namespace{}, Gate{})
 	for _, o := range tp.Outcomes {
-		o.SV.Status.Targets = []v1alpha1.ScratchTargetStatus{{Name: sts.Name, ConfigHash: o.Hash, Injected: true}}
+		o.SV.Status.Targets = []v1alpha1.ScratchTargetStatus{{Name: sts.Name, ConfigHash: mustInject(t, o).Hash, Injected: true}}
 	}
 	r := RestoredBy(tp, sts)
 	if r.Empty() {
@@ -234,10 +234,7 @@ func TestRestoreNamesThePodMemory(t *testing.T) {
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("4Gi")},
 	}
 	svs := []*v1alpha1.ScratchVolume{&sv}
-	o := PlanTarget(svs, sts, inject.Namespace{}, Gate{}).Outcomes[sv.Name]
-	if o.Plan == nil {
-		t.Fatalf("not planned: %+v", o.Problem)
-	}
+	o := mustInject(t, PlanTarget(svs, sts, inject.Namespace{}, Gate{}).Outcomes[sv.Name])
 	injected := sts.DeepCopy()
 	injected.Spec.Template = inject.Inject(sts.Spec.Template, []*inject.Plan{o.Plan})
 	sv.Status.Targets = []v1alpha1.ScratchTargetStatus{{Name: sts.Name, Injected: true, ConfigHash: o.Hash}}

@@ -39,17 +39,6 @@ type Gate struct {
 	Refused map[string]Refusal
 }
 
-// Waiting is a change held back by the gate: the plan it would write, and the status that reports it.
-type Waiting struct {
-	Plan   *inject.Plan
-	Change *v1alpha1.PendingChange
-	// Applied is the record of what the configuration the target keeps was rendered from, as
-	// complete as it can be: from now on, an edit of the spec or the template is told apart.
-	Applied *v1alpha1.AppliedConfig
-	// Reason is AwaitingApproval or AwaitingMaintenanceWindow.
-	Reason string
-}
-
 // Applying explains why a change nobody wrote is written now, for its Event; empty for a change
 // the user made.
 type Applying string
@@ -90,61 +79,47 @@ func applied(sv *v1alpha1.ScratchVolume, target, carried string) *v1alpha1.Appli
 	return nil
 }
 
-// gate decides, for each outcome with a plan that would change the configuration sts carries,
-// whether it is written now. One that waits loses its plan to o.Waiting and keeps what sts
-// carries, like a blocked one; the others are marked with why they are written.
-func gate(outcomes map[string]*Outcome, sts *appsv1.StatefulSet, g Gate) {
-	var th string
-	var user *corev1.PodTemplateSpec // sts's template as its owner wrote it, stripped once
-	for _, o := range outcomes {
-		if o.Plan == nil {
-			continue
-		}
-		windows, own := g.Windows, false
-		if o.SV.Spec.Changes != nil && len(o.SV.Spec.Changes.MaintenanceWindows) > 0 {
-			windows, own = o.SV.Spec.Changes.MaintenanceWindows, true
-		}
-		st, err := Windows(windows, g.Now)
-		if err != nil && own {
-			// Admission checks all but the time zone's name, which only the time zone database knows.
-			_, injected := sts.Spec.Template.Annotations[o.SV.InjectionAnnotation()]
-			o.Problem, o.Kept, o.Plan = &inject.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: "spec.changes: " + err.Error()}, injected, nil
-			continue
-		}
-		carried, had := sts.Spec.Template.Annotations[o.SV.InjectionAnnotation()]
-		if user == nil {
-			stripped := inject.Strip(sts.Spec.Template)
-			user, th = &stripped, userTemplateHash(&stripped)
-		}
-		o.TemplateHash = th
-		if !had || carried == o.Hash {
-			continue // a fresh injection, or nothing to change
-		}
-		rec := applied(o.SV, sts.Name, carried)
-		if rec != nil && userEdited(rec, o.SV, th) {
-			continue // the user edited the ScratchVolume or the StatefulSet since
-		}
-		change := describe(o, sts, user, rec, g)
-		if why := urgent(o, sts.Name); why != "" {
-			o.Applying, o.Urgent = Applying(why), true
-			continue
-		}
-		if approved(o.SV, change.ID) {
-			o.Applying = Applying(fmt.Sprintf("approved with %s=%s", v1alpha1.ApproveChangeAnnotation, change.ID))
-			continue
-		}
-		if st.Open {
-			o.Applying = Applying("in the maintenance window " + DescribeWindows(windows))
-			continue
-		}
-		reason := v1alpha1.ReasonAwaitingApproval
-		if !st.Next.IsZero() {
-			reason = v1alpha1.ReasonAwaitingWindow
-			change.NextWindow = &metav1.Time{Time: st.Next}
-		}
-		o.Waiting = &Waiting{Plan: o.Plan, Change: change, Reason: reason, Applied: completed(rec, o.SV, th)}
-		o.Plan, o.Kept = nil, true
+// gate decides whether the plan s of sv, which may change the configuration sts carries, is
+// written now. A change that waits becomes Waiting, and sts keeps what it carries; one written
+// says why, when nobody asked for it. user is sts's template as its owner wrote it, and th its
+// hash (userTemplateHash), which every outcome on sts shares.
+func gate(sv *v1alpha1.ScratchVolume, s Injected, sts *appsv1.StatefulSet, user *corev1.PodTemplateSpec, th string, g Gate) State {
+	windows, own := g.Windows, false
+	if sv.Spec.Changes != nil && len(sv.Spec.Changes.MaintenanceWindows) > 0 {
+		windows, own = sv.Spec.Changes.MaintenanceWindows, true
 	}
+	st, err := Windows(windows, g.Now)
+	carried, had := sts.Spec.Template.Annotations[sv.InjectionAnnotation()]
+	if err != nil && own {
+		// Admission checks all but the time zone's name, which only the time zone database knows.
+		return Blocked{Problem: &inject.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: "spec.changes: " + err.Error()}, Kept: had}
+	}
+	s.TemplateHash = th
+	if !had || carried == s.Hash {
+		return s // a fresh injection, or nothing to change
+	}
+	rec := applied(sv, sts.Name, carried)
+	if rec != nil && userEdited(rec, sv, th) {
+		return s // the user edited the ScratchVolume or the StatefulSet since
+	}
+	change := describe(sv, s, sts, user, rec, g)
+	switch why := urgent(sv, s.Plan, sts.Name); {
+	case why != "":
+		s.Applying, s.Urgent = Applying(why), true
+		return s
+	case approved(sv, change.ID):
+		s.Applying = Applying(fmt.Sprintf("approved with %s=%s", v1alpha1.ApproveChangeAnnotation, change.ID))
+		return s
+	case st.Open:
+		s.Applying = Applying("in the maintenance window " + DescribeWindows(windows))
+		return s
+	}
+	reason := v1alpha1.ReasonAwaitingApproval
+	if !st.Next.IsZero() {
+		reason = v1alpha1.ReasonAwaitingWindow
+		change.NextWindow = &metav1.Time{Time: st.Next}
+	}
+	return Waiting{Plan: s.Plan, Change: change, Reason: reason, Applied: completed(rec, sv, th)}
 }
 
 // userEdited reports whether the user changed what sv's configuration on a target is rendered
@@ -197,18 +172,18 @@ func approved(sv *v1alpha1.ScratchVolume, id string) bool {
 	return false
 }
 
-// urgent says why o's change must be written at once although nobody asked for it: it moves a
+// urgent says why sv's change to plan must be written at once although nobody asked for it: it moves a
 // kind of data that must survive a restart from the RAM volume to disk, where the configuration
 // carried now (as the status recorded it) puts it on the RAM volume. Empty when it does not.
-func urgent(o *Outcome, target string) string {
+func urgent(sv *v1alpha1.ScratchVolume, plan *inject.Plan, target string) string {
 	var was []v1alpha1.TempLocation
-	for _, t := range o.SV.Status.Targets {
+	for _, t := range sv.Status.Targets {
 		if t.Name == target {
 			was = t.TempLocations
 		}
 	}
 	var moved []string
-	for _, l := range o.Plan.Locations {
+	for _, l := range plan.Locations {
 		if l.Medium != v1alpha1.TempMediumDisk {
 			continue
 		}
@@ -225,20 +200,20 @@ func urgent(o *Outcome, target string) string {
 		strings.Join(moved, ", "))
 }
 
-// describe is the pending change o's plan makes to sts, whose owner wrote the template user: what
+// describe is the pending change sv's plan s makes to sts, whose owner wrote the template user: what
 // it changes, why, and its ID.
-func describe(o *Outcome, sts *appsv1.StatefulSet, user *corev1.PodTemplateSpec, rec *v1alpha1.AppliedConfig, g Gate) *v1alpha1.PendingChange {
-	before := inject.Observed(&sts.Spec.Template).For(o.SV.Name)
-	after := withoutHash(inject.Desired([]*inject.Plan{o.Plan}).WithAnnotations(statesFor(o, sts, user)), o.SV)
-	changes := entryChanges(withoutHash(before, o.SV), after)
-	if o.Plan.ConfigVolume != nil {
-		data := g.DropIns[o.SV.Name]
-		changes = append(changes, lineChanges("drop-in "+o.Plan.ConfigKey, data[o.Plan.ConfigKey], o.Plan.ConfigData)...)
+func describe(sv *v1alpha1.ScratchVolume, s Injected, sts *appsv1.StatefulSet, user *corev1.PodTemplateSpec, rec *v1alpha1.AppliedConfig, g Gate) *v1alpha1.PendingChange {
+	before := inject.Observed(&sts.Spec.Template).For(sv.Name)
+	after := withoutHash(inject.Desired([]*inject.Plan{s.Plan}).WithAnnotations(statesFor(sv, s.Plan, sts, user)), sv)
+	changes := entryChanges(withoutHash(before, sv), after)
+	if s.Plan.ConfigVolume != nil {
+		data := g.DropIns[sv.Name]
+		changes = append(changes, lineChanges("drop-in "+s.Plan.ConfigKey, data[s.Plan.ConfigKey], s.Plan.ConfigData)...)
 	}
 	if len(changes) > 32 {
 		changes = append(changes[:31], fmt.Sprintf("… and %d more", len(changes)-31))
 	}
-	c := &v1alpha1.PendingChange{ConfigHash: o.Hash, WantedBy: g.Version, Changes: changes, Since: metav1.Time{Time: g.Now}}
+	c := &v1alpha1.PendingChange{ConfigHash: s.Hash, WantedBy: g.Version, Changes: changes, Since: metav1.Time{Time: g.Now}}
 	switch {
 	case rec == nil:
 		c.Reason = "the status keeps no record of what the configuration on the StatefulSet was rendered from"
@@ -250,7 +225,7 @@ func describe(o *Outcome, sts *appsv1.StatefulSet, user *corev1.PodTemplateSpec,
 		c.Reason = fmt.Sprintf("manager %s renders the configuration differently than when it wrote it: a default or a flag of the manager changed", g.Version)
 	}
 	c.ID = shortHash([]byte(g.Version + "\n" + strings.Join(changes, "\n")))[:10]
-	for _, t := range o.SV.Status.Targets {
+	for _, t := range sv.Status.Targets {
 		if t.Name == sts.Name && t.PendingChange != nil && t.PendingChange.ID == c.ID {
 			c.Since = t.PendingChange.Since
 		}
@@ -258,13 +233,13 @@ func describe(o *Outcome, sts *appsv1.StatefulSet, user *corev1.PodTemplateSpec,
 	return c
 }
 
-// statesFor is the state annotation o's plan would leave on sts, whose owner wrote the template
+// statesFor is the state annotation sv's plan would leave on sts, whose owner wrote the template
 // user, when it changes a container.
-func statesFor(o *Outcome, sts *appsv1.StatefulSet, user *corev1.PodTemplateSpec) map[string]string {
-	_, states := inject.Overrides(user, &sts.Spec.Template, []*inject.Plan{o.Plan}, nil)
+func statesFor(sv *v1alpha1.ScratchVolume, plan *inject.Plan, sts *appsv1.StatefulSet, user *corev1.PodTemplateSpec) map[string]string {
+	_, states := inject.Overrides(user, &sts.Spec.Template, []*inject.Plan{plan}, nil)
 	out := map[string]string{}
-	if v, ok := states[o.SV.StateAnnotation()]; ok {
-		out[o.SV.StateAnnotation()] = v
+	if v, ok := states[sv.StateAnnotation()]; ok {
+		out[sv.StateAnnotation()] = v
 	}
 	return out
 }

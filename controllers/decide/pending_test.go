@@ -50,16 +50,13 @@ func TestChangesNobodyWroteWait(t *testing.T) {
 	gate := Gate{Now: saturday, Version: "v2"}
 	sv, sts := renderedBefore(t, "db", byV1)
 	tp := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, gate)
-	o := tp.Outcomes[sv.Name]
-	if o.Waiting == nil {
-		t.Fatalf("a rendering nobody asked for was not held back: %+v", o)
+	w := mustWait(t, tp.Outcomes[sv.Name])
+	if !tp.Settled() {
+		t.Errorf("a waiting change must leave the StatefulSet as it is: desired %+v, observed %+v, pending %v", tp.Desired, tp.Observed, tp.Pending)
 	}
-	if !tp.Settled() || o.Plan != nil || !o.Kept {
-		t.Errorf("a waiting change must leave the StatefulSet as it is: settled %v, plan %v, kept %v", tp.Settled(), o.Plan != nil, o.Kept)
-	}
-	c := o.Waiting.Change
-	if o.Waiting.Reason != v1alpha1.ReasonAwaitingApproval || c.WantedBy != "v2" || len(c.ID) != 10 || c.NextWindow != nil {
-		t.Errorf("pending change: reason %s, %+v", o.Waiting.Reason, c)
+	c := w.Change
+	if w.Reason != v1alpha1.ReasonAwaitingApproval || c.WantedBy != "v2" || len(c.ID) != 10 || c.NextWindow != nil {
+		t.Errorf("pending change: reason %s, %+v", w.Reason, c)
 	}
 	if want := "volume dbtune-scratch-a: emptyDir.sizeLimit 128Mi → 256Mi"; !slices.Contains(c.Changes, want) {
 		t.Errorf("the change should say %q, says %q", want, c.Changes)
@@ -67,18 +64,18 @@ func TestChangesNobodyWroteWait(t *testing.T) {
 	if !strings.Contains(c.Reason, "manager v2 renders the configuration differently from manager v1") {
 		t.Errorf("reason: %q", c.Reason)
 	}
-	if c.ConfigHash != o.Waiting.Plan.Hash || c.ConfigHash == sts.Spec.Template.Annotations[sv.InjectionAnnotation()] {
+	if c.ConfigHash != w.Plan.Hash || c.ConfigHash == sts.Spec.Template.Annotations[sv.InjectionAnnotation()] {
 		t.Errorf("the pending change names the hash it would write: %s", c.ConfigHash)
 	}
 
 	// The same change on another StatefulSet planned alike has the same ID: one approval serves
 	// a fleet.
 	sv2, sts2 := renderedBefore(t, "db2", byV1)
-	if o2 := PlanTarget([]*v1alpha1.ScratchVolume{sv2}, sts2, inject.Namespace{}, gate).Outcomes[sv.Name]; o2.Waiting == nil || o2.Waiting.Change.ID != c.ID {
-		t.Errorf("targets planned alike should share the change's ID %s: %+v", c.ID, o2.Waiting)
+	if w2 := mustWait(t, PlanTarget([]*v1alpha1.ScratchVolume{sv2}, sts2, inject.Namespace{}, gate).Outcomes[sv.Name]); w2.Change.ID != c.ID {
+		t.Errorf("targets planned alike should share the change's ID %s: %+v", c.ID, w2.Change)
 	}
 	// The same change wanted by another version is another change.
-	if o3 := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, Gate{Now: saturday, Version: "v3"}).Outcomes[sv.Name]; o3.Waiting.Change.ID == c.ID {
+	if w3 := mustWait(t, PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, Gate{Now: saturday, Version: "v3"}).Outcomes[sv.Name]); w3.Change.ID == c.ID {
 		t.Errorf("a change wanted by another version must have another ID")
 	}
 }
@@ -86,7 +83,7 @@ func TestChangesNobodyWroteWait(t *testing.T) {
 func TestWhatLetsAChangeThrough(t *testing.T) {
 	gate := Gate{Now: saturday, Version: "v2"}
 	sv, sts := renderedBefore(t, "db", byV1)
-	id := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, gate).Outcomes[sv.Name].Waiting.Change.ID
+	id := mustWait(t, PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, gate).Outcomes[sv.Name]).Change.ID
 	window := func(start string, dur time.Duration, days ...v1alpha1.Weekday) []v1alpha1.MaintenanceWindow {
 		return []v1alpha1.MaintenanceWindow{{Days: days, Start: start, Duration: metav1.Duration{Duration: dur}}}
 	}
@@ -160,22 +157,21 @@ func TestWhatLetsAChangeThrough(t *testing.T) {
 			g := gate
 			tt.change(sv, sts, &g)
 			o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, g).Outcomes[sv.Name]
-			switch {
-			case tt.wait != "" && o.Waiting == nil:
-				t.Fatalf("the change should wait (%s), but is written: applying %q", tt.wait, o.Applying)
-			case tt.wait != "" && o.Waiting.Reason != tt.wait:
-				t.Errorf("waits for %s, want %s", o.Waiting.Reason, tt.wait)
-			case tt.wait == "" && o.Waiting != nil:
-				t.Fatalf("the change should be written now, but waits: %+v", o.Waiting.Change)
-			case tt.wait == "" && o.Plan == nil:
-				t.Fatalf("no plan: %+v", o.Problem)
-			case tt.wait == "" && (tt.applying == "") != (o.Applying == ""):
-				t.Errorf("applying %q, want %q", o.Applying, tt.applying)
-			case !strings.Contains(string(o.Applying), tt.applying):
-				t.Errorf("applying %q, want it to say %q", o.Applying, tt.applying)
+			if tt.wait != "" {
+				w := mustWait(t, o)
+				if w.Reason != tt.wait {
+					t.Errorf("waits for %s, want %s", w.Reason, tt.wait)
+				}
+				if tt.wait == v1alpha1.ReasonAwaitingWindow && (w.Change.NextWindow == nil || !w.Change.NextWindow.After(saturday)) {
+					t.Errorf("a change waiting for a window says when it opens: %v", w.Change.NextWindow)
+				}
+				return
 			}
-			if tt.wait == v1alpha1.ReasonAwaitingWindow && (o.Waiting.Change.NextWindow == nil || !o.Waiting.Change.NextWindow.After(saturday)) {
-				t.Errorf("a change waiting for a window says when it opens: %v", o.Waiting.Change.NextWindow)
+			switch s := mustInject(t, o); {
+			case (tt.applying == "") != (s.Applying == ""):
+				t.Errorf("applying %q, want %q", s.Applying, tt.applying)
+			case !strings.Contains(string(s.Applying), tt.applying):
+				t.Errorf("applying %q, want it to say %q", s.Applying, tt.applying)
 			}
 		})
 	}
@@ -184,9 +180,9 @@ func TestWhatLetsAChangeThrough(t *testing.T) {
 func TestAFreshInjectionNeverWaits(t *testing.T) {
 	sv := scratchVolumes(nil)[0]
 	sts := testenv.FullStatefulSet("mariadb:11.4", nil, nil, "2Gi")
-	o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, Gate{Now: saturday, Version: "v2"}).Outcomes[sv.Name]
-	if o.Waiting != nil || o.Plan == nil || o.Applying != "" || o.TemplateHash != TemplateHash(sts) {
-		t.Errorf("a first injection is the user's own change: %+v", o)
+	s := mustInject(t, PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, Gate{Now: saturday, Version: "v2"}).Outcomes[sv.Name])
+	if s.Applying != "" || s.Urgent || s.TemplateHash != TemplateHash(sts) {
+		t.Errorf("a first injection is the user's own change: %+v", s)
 	}
 }
 
@@ -197,9 +193,7 @@ func TestReportOfAWaitingChange(t *testing.T) {
 	carried := sts.Spec.Template.Annotations[sv.InjectionAnnotation()]
 	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: 3, ReadyReplicas: 3, UpdatedReplicas: 3, CurrentRevision: "r", UpdateRevision: "r"}
 	o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, Gate{Now: saturday, Version: "v2"}).Outcomes[sv.Name]
-	rep := NewReport(sv, ReportSettings{Version: "v2"})
-	rep.Found(1)
-	rep.Add(sts, o)
+	rep := NewReport(sv, ReportSettings{Version: "v2"}, Synced{Found: 1, Targets: []Target{{StatefulSet: sts, Outcome: o}}})
 	status := rep.Verdict(Ending{}).Status
 	ts := status.Targets[0]
 	if !ts.Injected || ts.ConfigHash != carried || ts.PendingChange == nil || ts.Applied == nil || ts.Applied.Version != "v1" || len(ts.TempLocations) != 1 {
@@ -279,8 +273,8 @@ func TestUnknownTimeZoneIsInvalidSpec(t *testing.T) {
 	sv, sts := renderedBefore(t, "db", byV1)
 	sv.Spec.Changes = &v1alpha1.ChangePolicy{MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Start: "02:00", Duration: metav1.Duration{Duration: time.Hour}, TimeZone: "Europe/Atlantis"}}}
 	o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, Gate{Now: saturday, Version: "v2"}).Outcomes[sv.Name]
-	if o.Problem == nil || o.Problem.Reason != v1alpha1.ReasonInvalidSpec || !strings.Contains(o.Problem.Message, `"Europe/Atlantis" is not a known IANA time zone`) || !o.Kept {
-		t.Errorf("an unknown time zone blocks the ScratchVolume, keeping what the StatefulSet carries: %+v", o)
+	if s, ok := o.State.(Blocked); !ok || s.Problem.Reason != v1alpha1.ReasonInvalidSpec || !strings.Contains(s.Problem.Message, `"Europe/Atlantis" is not a known IANA time zone`) || !s.Kept {
+		t.Errorf("an unknown time zone blocks the ScratchVolume, keeping what the StatefulSet carries: %T %+v", o.State, o.State)
 	}
 }
 
@@ -305,12 +299,8 @@ func TestPendingChangeSaysHowPodsRestart(t *testing.T) {
 	sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
 		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: ptr.To(intstr.FromString("50%"))}}
 	o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, Gate{Now: saturday, Version: "v2"}).Outcomes[sv.Name]
-	if o.Waiting == nil {
-		t.Fatalf("the change does not wait: %+v", o)
-	}
-	rep := NewReport(sv, ReportSettings{Version: "v2"})
-	rep.Found(1)
-	rep.Add(sts, o)
+	mustWait(t, o)
+	rep := NewReport(sv, ReportSettings{Version: "v2"}, Synced{Found: 1, Targets: []Target{{StatefulSet: sts, Outcome: o}}})
 	status := rep.Verdict(Ending{}).Status
 	c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionChangesPending)
 	if c == nil || !strings.Contains(c.Message, "applied, it restarts its 4 pods 2 at a time (rollingUpdate.maxUnavailable)") {
@@ -327,11 +317,11 @@ func TestPendingChangeReadsTheDropInGiven(t *testing.T) {
 	sv, sts := renderedBefore(t, "db", byV1)
 	plan := func(g Gate) *v1alpha1.PendingChange {
 		t.Helper()
-		o := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, g).Outcomes[sv.Name]
-		if o.Waiting == nil || o.Waiting.Plan.ConfigVolume == nil {
-			t.Fatalf("the fixture's change must wait and carry a drop-in: %+v", o)
+		w := mustWait(t, PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, g).Outcomes[sv.Name])
+		if w.Plan.ConfigVolume == nil {
+			t.Fatalf("the fixture's change must carry a drop-in: %+v", w.Plan)
 		}
-		return o.Waiting.Change
+		return w.Change
 	}
 	fresh := plan(Gate{Now: saturday, Version: "v2"})
 	key := ""
@@ -344,7 +334,7 @@ func TestPendingChangeReadsTheDropInGiven(t *testing.T) {
 	if key == "" {
 		t.Fatalf("without the ConfigMap's data every line of the drop-in is new, but no drop-in line is listed: %q", fresh.Changes)
 	}
-	rendered := PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, Gate{Now: saturday, Version: "v2"}).Outcomes[sv.Name].Waiting.Plan.ConfigData
+	rendered := mustWait(t, PlanTarget([]*v1alpha1.ScratchVolume{sv}, sts, inject.Namespace{}, Gate{Now: saturday, Version: "v2"}).Outcomes[sv.Name]).Plan.ConfigData
 	// The ConfigMap holds the same file but for one setting: only that line changes.
 	old := strings.Replace(rendered, "\ntmpdir = ", "\ntmpdir = /before", 1)
 	if old == rendered {

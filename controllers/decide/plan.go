@@ -18,42 +18,6 @@ import (
 	"github.com/dbtune/scratch-operator/controllers/inject"
 )
 
-// Outcome is what became of one ScratchVolume on one StatefulSet.
-type Outcome struct {
-	SV   *v1alpha1.ScratchVolume
-	Plan *inject.Plan // nil when blocked
-	// Hash is the plan's configuration hash, read here: a settled plan is shared by the targets
-	// planned alike and has none (fleetcache.SettledPlan).
-	Hash    string
-	Problem *inject.Problem // why it is blocked
-	// Kept is true when a blocked ScratchVolume's earlier injection stays in place untouched.
-	Kept bool
-	// War is set, with Plan, when the controller holds off writing the plan because another
-	// writer keeps removing it.
-	War *v1alpha1.WriteWar
-	// Guard is the StatefulSet's restore history, for the status.
-	Guard Guard
-	// Container is the container that gets the volume (PlannedContainer), nil when blocked.
-	Container *corev1.Container
-	// TemplateHash is the StatefulSet's pod template as its owner wrote it (TemplateHash), set
-	// with Plan: the status records it with what was applied.
-	TemplateHash string
-	// Waiting is set, with Plan nil and Kept, when the plan changes the configuration the
-	// StatefulSet carries although nobody edited the ScratchVolume or the StatefulSet, and waits
-	// for approval or a maintenance window (gate).
-	Waiting *Waiting
-	// Applying says why a change nobody wrote is written now; empty for a change the user made.
-	Applying Applying
-	// Urgent is set when the change keeps data safe: it is written at once, paced or not.
-	Urgent bool
-	// Queued is set, with Plan nil, when the change waits for the targets in flight (Pacing): it
-	// says why.
-	Queued string
-	// Refusal is set, with Problem, when the API server refused to create the pods of the
-	// revision that carried the injection: the injection is taken back (refuse).
-	Refusal *v1alpha1.RolloutRefusal
-}
-
 // TargetPlan is what a sync decides for one StatefulSet from the ScratchVolumes that select it:
 // the outcome per ScratchVolume, the controller's entries wanted and found, and the container
 // changes (flags, environment, memory) still to make.
@@ -68,8 +32,6 @@ type TargetPlan struct {
 	// changes and user are what Pending is computed from, for PendingAfter.
 	changes []inject.ContainerChange
 	user    *corev1.PodTemplateSpec
-	// fresh are the refusals this sync found (Gate.Refused).
-	fresh map[string]Refusal
 }
 
 // PlanTarget decides, reading nothing but its arguments: svs are the live ScratchVolumes that
@@ -77,10 +39,21 @@ type TargetPlan struct {
 // of its namespace, and g holds back the changes nobody wrote.
 func PlanTarget(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, ns inject.Namespace, g Gate) TargetPlan {
 	outcomes := decideAll(svs, sts, ns)
-	refuse(outcomes, sts, ns, g.Refused)
-	gate(outcomes, sts, g)
-	plans, kept := WinningPlans(outcomes), keptNames(outcomes)
 	user := inject.Strip(sts.Spec.Template)
+	var th, stamp string // the template's hash and the rules' stamp, computed once if needed
+	for _, o := range outcomes {
+		if _, blocked := o.State.(Blocked); blocked && !o.keeps() {
+			continue
+		}
+		if th == "" {
+			th, stamp = userTemplateHash(&user), ns.Stamp()
+		}
+		o.State = refuse(o, sts.Name, th, stamp, g.Refused)
+		if s, ok := o.Injecting(); ok {
+			o.State = gate(o.SV, s, sts, &user, th, g)
+		}
+	}
+	plans, kept := WinningPlans(outcomes), keptNames(outcomes)
 	changes, states := inject.Overrides(&user, &sts.Spec.Template, plans, kept)
 	desired := inject.Desired(plans)
 	for _, name := range kept {
@@ -91,7 +64,7 @@ func PlanTarget(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, ns injec
 		Desired:  desired.WithAnnotations(states),
 		Observed: inject.Observed(&sts.Spec.Template),
 		Pending:  inject.Pending(&sts.Spec.Template, changes, &user),
-		changes:  changes, user: &user, fresh: g.Refused,
+		changes:  changes, user: &user,
 	}
 	tp.Force = force(sts, tp.Desired, tp.Observed)
 	return tp
@@ -112,7 +85,7 @@ func (tp TargetPlan) Settled() bool { return tp.Desired.Equal(tp.Observed) && le
 // depends on the clock and the approval then, and is made again on every sync.
 func (tp TargetPlan) Waiting() bool {
 	for _, o := range tp.Outcomes {
-		if o.Waiting != nil {
+		if _, ok := o.State.(Waiting); ok {
 			return true
 		}
 	}
@@ -123,28 +96,28 @@ func (tp TargetPlan) Waiting() bool {
 // (inject.Problem.Rechecked): the decision is then made again on every sync.
 func (tp TargetPlan) Rechecked() bool {
 	for _, o := range tp.Outcomes {
-		if o.Problem.Rechecked() {
+		if s, ok := o.State.(Blocked); ok && s.Problem.Rechecked() {
 			return true
 		}
 	}
 	return false
 }
 
-// Refused reports whether an outcome's injection was refused (Outcome.Refusal): its record is
-// the status's, not a remembered decision's.
+// Refused reports whether an outcome's injection was refused (Refused): its record is the
+// status's, not a remembered decision's.
 func (tp TargetPlan) Refused() bool {
 	for _, o := range tp.Outcomes {
-		if o.Refusal != nil {
+		if _, ok := o.State.(Refused); ok {
 			return true
 		}
 	}
 	return false
 }
 
-// Fresh reports whether o's refusal was found by this sync, not read from the status.
-func (tp TargetPlan) Fresh(o *Outcome) bool {
-	_, ok := tp.fresh[o.SV.Name]
-	return ok && o.Refusal != nil
+// Remembered reports whether the decision may be remembered for the next syncs with the same
+// inputs (fleetcache.Decisions): it writes nothing, and depends on nothing but its inputs.
+func (tp TargetPlan) Remembered() bool {
+	return tp.Settled() && !tp.Waiting() && !tp.Rechecked() && !tp.Refused()
 }
 
 // Removing reports whether a write of the plan takes a ScratchVolume's entries away: the JSON
@@ -168,30 +141,30 @@ func decideAll(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, ns inject
 	for _, n := range inject.ScratchVolumes(&sts.Spec.Template) {
 		injected[n] = true
 	}
-	for i := range svs {
-		sv := svs[i]
-		o := &Outcome{SV: sv}
-		out[sv.Name] = o
-		if p := controlledElsewhere(sv, sts); p != nil {
-			o.Problem, o.Kept = p, injected[sv.Name]
-			continue
-		}
-		plan, err := inject.NewPlan(sv, sts, ns)
-		if err != nil {
-			var p *inject.Problem
-			if !errors.As(err, &p) {
-				p = &inject.Problem{Reason: v1alpha1.ReasonInvalidLayout, Message: err.Error()}
-			}
-			o.Problem, o.Kept = p, injected[sv.Name]
-			continue
-		}
-		if p := claim(claims, sv, plan); p != nil {
-			o.Problem, o.Kept = p, false
-			continue
-		}
-		o.Plan, o.Hash, o.Container = plan, plan.Hash, PlannedContainer(sts, plan.Container)
+	for _, sv := range svs {
+		out[sv.Name] = &Outcome{SV: sv, State: decideOne(sv, sts, ns, claims, injected[sv.Name])}
 	}
 	return out
+}
+
+// decideOne plans sv for sts: Injected, or Blocked with the earlier injection kept when the
+// StatefulSet carries one (injected), unless another ScratchVolume claimed what sv asks for.
+func decideOne(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, ns inject.Namespace, claims map[string]string, injected bool) State {
+	if p := controlledElsewhere(sv, sts); p != nil {
+		return Blocked{Problem: p, Kept: injected}
+	}
+	plan, err := inject.NewPlan(sv, sts, ns)
+	if err != nil {
+		var p *inject.Problem
+		if !errors.As(err, &p) {
+			p = &inject.Problem{Reason: v1alpha1.ReasonInvalidLayout, Message: err.Error()}
+		}
+		return Blocked{Problem: p, Kept: injected}
+	}
+	if p := claim(claims, sv, plan); p != nil {
+		return Blocked{Problem: p}
+	}
+	return Injected{Plan: plan, Hash: plan.Hash, Container: PlannedContainer(sts, plan.Container)}
 }
 
 // claim records the container+purpose and container+mountPath that plan takes, or returns the
@@ -217,19 +190,19 @@ func claim(claims map[string]string, sv *v1alpha1.ScratchVolume, plan *inject.Pl
 func keptNames(outcomes map[string]*Outcome) []string {
 	var names []string
 	for name, o := range outcomes {
-		if o.Kept {
+		if o.keeps() {
 			names = append(names, name)
 		}
 	}
 	return names
 }
 
-// WinningPlans are the plans of the outcomes that are not blocked.
+// WinningPlans are the plans of the Injected outcomes.
 func WinningPlans(outcomes map[string]*Outcome) []*inject.Plan {
 	var plans []*inject.Plan
 	for _, o := range outcomes {
-		if o.Plan != nil {
-			plans = append(plans, o.Plan)
+		if s, ok := o.Injecting(); ok {
+			plans = append(plans, s.Plan)
 		}
 	}
 	return plans
@@ -289,7 +262,8 @@ func RestoredBy(tp TargetPlan, sts *appsv1.StatefulSet) Restore {
 	settings := false
 	for _, name := range slices.Sorted(maps.Keys(tp.Outcomes)) {
 		o := tp.Outcomes[name]
-		if o.Plan == nil || !wrote(o.SV, sts.Name, o.Hash) {
+		s, ok := o.Injecting()
+		if !ok || !wrote(o.SV, sts.Name, s.Hash) {
 			continue
 		}
 		mine := tp.Desired.For(o.SV.Name)
@@ -326,33 +300,38 @@ func WithGuard(outcomes map[string]*Outcome, g Guard) map[string]*Outcome {
 	return outcomes
 }
 
-// Queue marks the outcomes whose plan sts does not carry yet as waiting for the targets in flight,
-// with note: what sts carries stays, as for a blocked one.
+// Queue makes the Injected outcomes, whose plan sts does not carry yet, wait for the targets in
+// flight, with note: what sts carries stays, as for a blocked one.
 func Queue(outcomes map[string]*Outcome, sts *appsv1.StatefulSet, note string) {
 	for _, o := range outcomes {
-		if o.Plan == nil {
-			continue
+		if _, ok := o.Injecting(); ok {
+			_, injected := sts.Spec.Template.Annotations[o.SV.InjectionAnnotation()]
+			o.State = Queued{Note: note, Kept: injected}
 		}
-		_, injected := sts.Spec.Template.Annotations[o.SV.InjectionAnnotation()]
-		o.Queued, o.Plan, o.Kept = note, nil, injected
 	}
 }
 
-// Urgent reports whether a write of the outcomes keeps data safe, and so goes ahead of any pacing.
+// Urgent reports whether a write of the outcomes keeps data safe or takes back an injection whose
+// pods were refused, and so goes ahead of any pacing.
 func Urgent(outcomes map[string]*Outcome) bool {
 	for _, o := range outcomes {
-		if o.Urgent {
+		switch s := o.State.(type) {
+		case Injected:
+			if s.Urgent {
+				return true
+			}
+		case Refused:
 			return true
 		}
 	}
 	return false
 }
 
-// Hold marks the outcomes with a plan as held off by the fight war.
+// Hold makes the Injected outcomes held off by the write war.
 func Hold(outcomes map[string]*Outcome, war *v1alpha1.WriteWar) {
 	for _, o := range outcomes {
-		if o.Plan != nil {
-			o.War = war
+		if s, ok := o.Injecting(); ok {
+			o.State = Held{Plan: s.Plan, Hash: s.Hash, War: war}
 		}
 	}
 }

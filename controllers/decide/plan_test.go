@@ -80,16 +80,16 @@ func TestPlanTarget(t *testing.T) {
 			tp := PlanTarget(tt.svs, tt.sts, inject.Namespace{}, Gate{})
 			got, kept := map[string]string{}, map[string]bool{}
 			for name, o := range tp.Outcomes {
-				switch {
-				case o.Plan != nil && o.Problem == nil:
+				switch s := o.State.(type) {
+				case Injected:
 					got[name] = ""
-				case o.Plan == nil && o.Problem != nil:
-					got[name] = o.Problem.Reason
+				case Blocked:
+					got[name] = s.Problem.Reason
+					if s.Kept {
+						kept[name] = true
+					}
 				default:
-					t.Errorf("%s: plan %v and problem %v: want one of the two", name, o.Plan, o.Problem)
-				}
-				if o.Kept {
-					kept[name] = true
+					t.Errorf("%s: %T, want Injected or Blocked", name, o.State)
 				}
 			}
 			if diff := cmp.Diff(tt.blocked, got); diff != "" {
@@ -166,59 +166,53 @@ func TestReportConditions(t *testing.T) {
 	fresh := testenv.FullStatefulSet("mariadb:11.4", nil, nil, "2Gi")
 	one := scratchVolumes(nil)
 	type want struct{ ready, found, injected, rolled, conflict string }
+	one1 := func(sts *appsv1.StatefulSet, o *Outcome) Synced { return Synced{Found: 1, Targets: []Target{{StatefulSet: sts, Outcome: o}}} }
 	tests := []struct {
-		name  string
-		sv    *v1alpha1.ScratchVolume
-		fill  func(rep *Report, sv *v1alpha1.ScratchVolume) Ending
-		want  want
-		retry time.Duration
+		name     string
+		sv       *v1alpha1.ScratchVolume
+		settings ReportSettings
+		fill     func(sv *v1alpha1.ScratchVolume) (Synced, Ending)
+		want     want
+		retry    time.Duration
 	}{
-		{"nothing selected", one[0], func(rep *Report, _ *v1alpha1.ScratchVolume) Ending { rep.Found(0); return Ending{} },
+		{"nothing selected", one[0], ReportSettings{}, func(*v1alpha1.ScratchVolume) (Synced, Ending) { return Synced{}, Ending{} },
 			want{v1alpha1.ReasonTargetNotFound, v1alpha1.ReasonTargetNotFound, v1alpha1.ReasonTargetNotFound, v1alpha1.ReasonTargetNotFound, v1alpha1.ReasonNoConflict}, 0},
-		{"an invalid selector", one[0], func(rep *Report, sv *v1alpha1.ScratchVolume) Ending {
-			*rep = *NewReport(sv, ReportSettings{InvalidSelector: "bad key"})
-			return Ending{}
-		},
+		{"an invalid selector", one[0], ReportSettings{InvalidSelector: "bad key"}, func(*v1alpha1.ScratchVolume) (Synced, Ending) { return Synced{}, Ending{} },
 			want{v1alpha1.ReasonInvalidSelector, v1alpha1.ReasonInvalidSelector, v1alpha1.ReasonInvalidSelector, v1alpha1.ReasonInvalidSelector, v1alpha1.ReasonNoConflict}, 0},
-		{"injected, half-way through a partitioned rollout", one[0], func(rep *Report, sv *v1alpha1.ScratchVolume) Ending {
-			rep.Found(1)
+		{"injected, half-way through a partitioned rollout", one[0], ReportSettings{}, func(sv *v1alpha1.ScratchVolume) (Synced, Ending) {
 			sts := injectedBy(fresh, one)
-			rep.Add(sts, PlanTarget(one, sts, inject.Namespace{}, Gate{}).Outcomes[sv.Name])
-			return Ending{}
+			return one1(sts, PlanTarget(one, sts, inject.Namespace{}, Gate{}).Outcomes[sv.Name]), Ending{}
 		}, want{v1alpha1.ReasonPartitioned, v1alpha1.ReasonTargetFound, v1alpha1.ReasonInjected, v1alpha1.ReasonPartitioned, v1alpha1.ReasonNoConflict}, 0},
-		{"blocked by an older ScratchVolume", scratchVolumes(nil, sameSpec)[1], func(rep *Report, sv *v1alpha1.ScratchVolume) Ending {
-			rep.Found(1)
+		{"blocked by an older ScratchVolume", scratchVolumes(nil, sameSpec)[1], ReportSettings{}, func(sv *v1alpha1.ScratchVolume) (Synced, Ending) {
 			svs := scratchVolumes(nil, sameSpec)
-			rep.Add(fresh, PlanTarget(svs, fresh, inject.Namespace{}, Gate{}).Outcomes[sv.Name])
-			return Ending{}
+			return one1(fresh, PlanTarget(svs, fresh, inject.Namespace{}, Gate{}).Outcomes[sv.Name]), Ending{}
 		}, want{v1alpha1.ReasonScratchVolumeConflict, v1alpha1.ReasonTargetFound, v1alpha1.ReasonScratchVolumeConflict, v1alpha1.ReasonScratchVolumeConflict, v1alpha1.ReasonScratchVolumeConflict}, 0},
-		{"a write failed", one[0], func(rep *Report, _ *v1alpha1.ScratchVolume) Ending {
-			rep.Found(1)
-			rep.WriteFailed(fresh, errors.New("boom"))
-			return Ending{}
+		{"a write failed", one[0], ReportSettings{}, func(sv *v1alpha1.ScratchVolume) (Synced, Ending) {
+			return one1(fresh, WriteFailed(sv, fresh, errors.New("boom"))), Ending{}
 		}, want{v1alpha1.ReasonWriteFailed, v1alpha1.ReasonTargetFound, v1alpha1.ReasonWriteFailed, v1alpha1.ReasonWriteFailed, v1alpha1.ReasonNoConflict}, 0},
-		{"admission control refused the write", one[0], func(rep *Report, _ *v1alpha1.ScratchVolume) Ending {
-			rep.Found(1)
-			rep.Denied(fresh, "denied by policy")
-			return Ending{}
+		{"admission control refused the write", one[0], ReportSettings{}, func(sv *v1alpha1.ScratchVolume) (Synced, Ending) {
+			return one1(fresh, Denied(sv, fresh, "denied by policy")), Ending{}
 		}, want{v1alpha1.ReasonAdmissionDenied, v1alpha1.ReasonTargetFound, v1alpha1.ReasonAdmissionDenied, v1alpha1.ReasonAdmissionDenied, v1alpha1.ReasonNoConflict}, AdmissionRetryInterval},
-		{"the reconcile ended before every target was synced", one[0], func(rep *Report, _ *v1alpha1.ScratchVolume) Ending {
-			rep.Found(2)
-			return Ending{Failure: errors.New("conflict")}
+		{"the reconcile ended before every target was synced", one[0], ReportSettings{}, func(*v1alpha1.ScratchVolume) (Synced, Ending) {
+			return Synced{Found: 2}, Ending{Failure: errors.New("conflict")}
 		}, want{v1alpha1.ReasonReconcileFailed, v1alpha1.ReasonTargetFound, v1alpha1.ReasonReconcileFailed, v1alpha1.ReasonReconcileFailed, v1alpha1.ReasonNoConflict}, 0},
-		{"held off by a write war", one[0], func(rep *Report, sv *v1alpha1.ScratchVolume) Ending {
-			rep.Found(1)
-			o := PlanTarget(one, fresh, inject.Namespace{}, Gate{}).Outcomes[sv.Name]
-			o.War = &v1alpha1.WriteWar{Holds: 1, HeldSince: metav1.NewTime(now), RetryAt: metav1.NewTime(now.Add(10 * time.Minute))}
-			o.Guard = Guard{War: o.War}
-			rep.Add(fresh, o)
-			return Ending{}
+		{"held off by a write war", one[0], ReportSettings{}, func(sv *v1alpha1.ScratchVolume) (Synced, Ending) {
+			outcomes := PlanTarget(one, fresh, inject.Namespace{}, Gate{}).Outcomes
+			war := &v1alpha1.WriteWar{Holds: 1, HeldSince: metav1.NewTime(now), RetryAt: metav1.NewTime(now.Add(10 * time.Minute))}
+			Hold(outcomes, war)
+			return one1(fresh, WithGuard(outcomes, Guard{War: war})[sv.Name]), Ending{}
 		}, want{v1alpha1.ReasonFightingAnotherWriter, v1alpha1.ReasonTargetFound, v1alpha1.ReasonFightingAnotherWriter, v1alpha1.ReasonFightingAnotherWriter, v1alpha1.ReasonFightingAnotherWriter}, 10*time.Minute + time.Second},
+		{"a rolling target misses a pod", one[0], ReportSettings{}, func(sv *v1alpha1.ScratchVolume) (Synced, Ending) {
+			sts := injectedBy(fresh, one)
+			synced := one1(sts, PlanTarget(one, sts, inject.Namespace{}, Gate{}).Outcomes[sv.Name])
+			synced.Targets[0].RecheckAt = now.Add(90 * time.Second)
+			return synced, Ending{}
+		}, want{v1alpha1.ReasonPartitioned, v1alpha1.ReasonTargetFound, v1alpha1.ReasonInjected, v1alpha1.ReasonPartitioned, v1alpha1.ReasonNoConflict}, 90*time.Second + time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep := NewReport(tt.sv, ReportSettings{})
-			verdict := rep.Verdict(tt.fill(rep, tt.sv))
+			synced, ending := tt.fill(tt.sv)
+			verdict := NewReport(tt.sv, tt.settings, synced).Verdict(ending)
 			status := verdict.Status
 			reason := func(typ string) string {
 				if c := meta.FindStatusCondition(status.Conditions, typ); c != nil {
@@ -298,4 +292,24 @@ func TestPlannedContainerRoom(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mustInject is o's state, which must be Injected.
+func mustInject(t *testing.T, o *Outcome) Injected {
+	t.Helper()
+	s, ok := o.Injecting()
+	if !ok {
+		t.Fatalf("ScratchVolume %s is %T %+v, want Injected", o.SV.Name, o.State, o.State)
+	}
+	return s
+}
+
+// mustWait is o's state, which must be Waiting.
+func mustWait(t *testing.T, o *Outcome) Waiting {
+	t.Helper()
+	s, ok := o.State.(Waiting)
+	if !ok {
+		t.Fatalf("ScratchVolume %s is %T %+v, want Waiting", o.SV.Name, o.State, o.State)
+	}
+	return s
 }

@@ -9,11 +9,9 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
-	"github.com/dbtune/scratch-operator/controllers/inject"
 )
 
 // Refusal is a refused pod creation the controller found on a StatefulSet that carries a
@@ -23,28 +21,23 @@ type Refusal struct {
 	At      time.Time
 }
 
-// refuse takes the plan away from every outcome whose injection was refused, now (fresh, by
-// ScratchVolume name) or before under the same ScratchVolume spec, pod template and namespace
-// rules (the status's record): the write then removes the injection.
-func refuse(outcomes map[string]*Outcome, sts *appsv1.StatefulSet, ns inject.Namespace, fresh map[string]Refusal) {
-	var th, stamp string
-	for name, o := range outcomes {
-		if o.Plan == nil && !o.Kept {
-			continue
-		}
-		if th == "" {
-			th, stamp = TemplateHash(sts), ns.Stamp()
-		}
-		rec := standingRefusal(o.SV, sts.Name, th, stamp)
-		if f, ok := fresh[name]; ok {
-			rec = &v1alpha1.RolloutRefusal{Message: f.Message, Time: metav1.NewTime(f.At), Generation: o.SV.Generation, TemplateHash: th, Rules: stamp}
-		}
-		if rec == nil {
-			continue
-		}
-		o.Plan, o.Kept, o.Urgent, o.Refusal = nil, false, true, rec
-		o.Problem = &inject.Problem{Reason: v1alpha1.ReasonPodsRefused, Message: RefusalMessage(rec)}
+// refuse is the state of o once the refusals are known: Refused when its injection was refused,
+// now (fresh, by ScratchVolume name) or before under the same ScratchVolume spec, pod template
+// (its hash th) and namespace rules (stamp), as the status records; the write then removes the
+// injection. Otherwise, and for a ScratchVolume that neither has a plan nor keeps an injection,
+// its state as it was.
+func refuse(o *Outcome, target, th, stamp string, fresh map[string]Refusal) State {
+	if _, injected := o.State.(Injected); !injected && !o.keeps() {
+		return o.State
 	}
+	if f, ok := fresh[o.SV.Name]; ok {
+		return Refused{Fresh: true, Record: &v1alpha1.RolloutRefusal{
+			Message: f.Message, Time: metav1.NewTime(f.At), Generation: o.SV.Generation, TemplateHash: th, Rules: stamp}}
+	}
+	if rec := standingRefusal(o.SV, target, th, stamp); rec != nil {
+		return Refused{Record: rec}
+	}
+	return o.State
 }
 
 // standingRefusal is the refusal the status records for sv on target, when it was made under the

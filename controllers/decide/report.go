@@ -100,36 +100,63 @@ type ReportSettings struct {
 	InvalidSelector string
 }
 
-// NewReport starts the report of one reconcile of sv.
-func NewReport(sv *v1alpha1.ScratchVolume, s ReportSettings) *Report {
-	return &Report{sv: sv, cms: map[string]bool{}, containers: map[string]*corev1.Container{}, rule: s.WriteWar.OrDefaults(),
-		version: s.Version, now: s.Now, windows: s.Windows, knownSizing: s.KnownSizing, pacing: s.Pacing, invalidSelector: s.InvalidSelector}
+// Synced is what the sync of a ScratchVolume's targets left: how many StatefulSets it selects, and
+// each one it synced, in order. A reconcile that ended early synced fewer than it found.
+type Synced struct {
+	Found   int
+	Targets []Target
 }
 
-// Add records the outcome for one target StatefulSet. It returns the reason the target is blocked
-// or held off, "" when it is not.
-func (rep *Report) Add(sts *appsv1.StatefulSet, o *Outcome) (blocked string) {
+// Target is one selected StatefulSet as its sync left it.
+type Target struct {
+	StatefulSet *appsv1.StatefulSet
+	// Outcome is the ScratchVolume's on it; nil when it was not planned.
+	Outcome *Outcome
+	// RecheckAt is when the controller must look at the target again at the latest, zero when
+	// nothing asks for it: the StatefulSet misses pods, and the grace for them ends then.
+	RecheckAt time.Time
+}
+
+// NewReport is the report of one reconcile of sv: what its sync left on each target, and what
+// the status reads besides.
+func NewReport(sv *v1alpha1.ScratchVolume, s ReportSettings, synced Synced) *Report {
+	rep := &Report{sv: sv, cms: map[string]bool{}, containers: map[string]*corev1.Container{}, rule: s.WriteWar.OrDefaults(),
+		version: s.Version, now: s.Now, windows: s.Windows, knownSizing: s.KnownSizing, pacing: s.Pacing, invalidSelector: s.InvalidSelector,
+		targetsFound: synced.Found, targets: make([]v1alpha1.ScratchTargetStatus, 0, len(synced.Targets))}
+	for _, t := range synced.Targets {
+		rep.add(t.StatefulSet, t.Outcome)
+		if !t.RecheckAt.IsZero() {
+			rep.wakeAt(t.RecheckAt)
+		}
+	}
+	return rep
+}
+
+// add records the outcome for one target StatefulSet.
+func (rep *Report) add(sts *appsv1.StatefulSet, o *Outcome) {
 	ts := v1alpha1.ScratchTargetStatus{
 		Name: sts.Name, ReadyReplicas: sts.Status.ReadyReplicas, UpdatedReplicas: sts.Status.UpdatedReplicas,
 		Replicas: replicas(sts),
 	}
-	switch {
-	case o == nil:
+	if o == nil {
 		ts.Message = "not planned"
-	case o.War != nil:
-		blocked = rep.held(sts, o, &ts)
-	case o.Waiting != nil:
-		rep.waiting(sts, o, &ts)
-	case o.Queued != "":
-		rep.waitingForSlot(sts, o, &ts)
-	case o.Plan == nil:
-		blocked = rep.blocked(sts, o, &ts)
-	default:
-		rep.injected(sts, o, &ts)
-	}
-	if o != nil {
+	} else {
+		switch s := o.State.(type) {
+		case Injected:
+			rep.injected(sts, s, &ts)
+		case Blocked:
+			rep.blocked(sts, s.Problem, s.Kept, &ts)
+		case Refused:
+			rep.blocked(sts, s.Problem(), false, &ts)
+			ts.Refused = s.Record
+		case Held:
+			rep.held(sts, s, &ts)
+		case Waiting:
+			rep.waiting(sts, s, &ts)
+		case Queued:
+			rep.waitingForSlot(sts, s, &ts)
+		}
 		rep.guarded(o.Guard, &ts)
-		ts.Refused = o.Refusal
 	}
 	ts.RestartsAtOnce = RestartsOf(sts).AtOnce
 	if rep.pacing != nil {
@@ -139,7 +166,6 @@ func (rep *Report) Add(sts *appsv1.StatefulSet, o *Outcome) (blocked string) {
 		}
 	}
 	rep.targets = append(rep.targets, ts)
-	return blocked
 }
 
 // guarded copies a target's restore history into its status and notes when it needs a reconcile.
@@ -152,31 +178,40 @@ func (rep *Report) guarded(g Guard, ts *v1alpha1.ScratchTargetStatus) {
 
 // held records a target the controller holds off writing because another writer keeps removing
 // its entries. The hash stays, so that the next write is known as a restore.
-func (rep *Report) held(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.ScratchTargetStatus) string {
-	msg := FightMessage(sts.Name, o.War, rep.rule)
+func (rep *Report) held(sts *appsv1.StatefulSet, s Held, ts *v1alpha1.ScratchTargetStatus) {
+	msg := FightMessage(sts.Name, s.War, rep.rule)
 	rep.problems = append(rep.problems, finding{sts.Name, v1alpha1.ReasonFightingAnotherWriter, msg})
-	ts.Message, ts.ConfigHash, ts.Container = msg, o.Hash, o.Plan.Container
-	ts.Injected = sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()] == o.Hash
-	if o.Plan.ConfigVolume != nil {
+	ts.Message, ts.ConfigHash, ts.Container = msg, s.Hash, s.Plan.Container
+	ts.Injected = sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()] == s.Hash
+	if s.Plan.ConfigVolume != nil {
 		rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
 	}
-	return v1alpha1.ReasonFightingAnotherWriter
 }
 
-// WriteFailed records a target whose write failed with err: not injected as planned, whatever the
-// StatefulSet carried before. It returns the reason, as Add does.
-func (rep *Report) WriteFailed(sts *appsv1.StatefulSet, err error) string {
-	_, kept := sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
-	return rep.Add(sts, &Outcome{SV: rep.sv, Kept: kept, Problem: &inject.Problem{
+// WriteFailed is the outcome for sv on sts when the write failed with err: not injected as
+// planned, whatever the StatefulSet carried before, which stays.
+func WriteFailed(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, err error) *Outcome {
+	_, kept := sts.Spec.Template.Annotations[sv.InjectionAnnotation()]
+	return &Outcome{SV: sv, State: Blocked{Kept: kept, Problem: &inject.Problem{
 		Reason:  v1alpha1.ReasonWriteFailed,
 		Message: fmt.Sprintf("%v; the controller retries with a growing delay", err),
-	}})
+	}}}
+}
+
+// Denied is the outcome for sv on sts when admission control refused the change with message. An
+// injection the StatefulSet already carries stays in place, and so does its ConfigMap.
+func Denied(sv *v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, message string) *Outcome {
+	_, kept := sts.Spec.Template.Annotations[sv.InjectionAnnotation()]
+	return &Outcome{SV: sv, State: Blocked{Kept: kept, Problem: &inject.Problem{
+		Reason: v1alpha1.ReasonAdmissionDenied,
+		Message: fmt.Sprintf("admission control refused the change: %s; the controller tries again when the StatefulSet changes, and every %d minutes",
+			message, int(AdmissionRetryInterval.Minutes())),
+	}}}
 }
 
 // waiting records a target whose change waits for approval or a maintenance window: it keeps the
 // configuration it carries, reported as the last status had it, and the change is reported beside.
-func (rep *Report) waiting(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.ScratchTargetStatus) {
-	w := o.Waiting
+func (rep *Report) waiting(sts *appsv1.StatefulSet, w Waiting, ts *v1alpha1.ScratchTargetStatus) {
 	carried := sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
 	ts.Injected, ts.ConfigHash, ts.Container, ts.PendingChange, ts.Applied = true, carried, w.Plan.Container, w.Change, w.Applied
 	if last := rep.last(sts.Name); last != nil {
@@ -196,9 +231,9 @@ func (rep *Report) waiting(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.Scr
 
 // waitingForSlot records a target whose change waits for the targets in flight: it keeps what it
 // carries, reported as the last status had it.
-func (rep *Report) waitingForSlot(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.ScratchTargetStatus) {
-	ts.Message = o.Queued + "; when its turn comes, the change " + RestartsOf(sts).String()
-	if o.Kept {
+func (rep *Report) waitingForSlot(sts *appsv1.StatefulSet, q Queued, ts *v1alpha1.ScratchTargetStatus) {
+	ts.Message = q.Note + "; when its turn comes, the change " + RestartsOf(sts).String()
+	if q.Kept {
 		ts.Injected, ts.ConfigHash = true, sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
 		rep.cms[rep.sv.ConfigMapName(sts.Name)] = true
 		if last := rep.last(sts.Name); last != nil {
@@ -206,9 +241,9 @@ func (rep *Report) waitingForSlot(sts *appsv1.StatefulSet, o *Outcome, ts *v1alp
 				last.Container, last.Flavor, last.Version, last.Injection, last.TempLocations, last.TempSpace, last.Applied
 		}
 	} else {
-		rep.queued = append(rep.queued, finding{sts.Name, v1alpha1.ReasonWaitingForRolloutSlot, o.Queued})
+		rep.queued = append(rep.queued, finding{sts.Name, v1alpha1.ReasonWaitingForRolloutSlot, q.Note})
 	}
-	rep.rollout = append(rep.rollout, finding{sts.Name, v1alpha1.ReasonWaitingForRolloutSlot, o.Queued})
+	rep.rollout = append(rep.rollout, finding{sts.Name, v1alpha1.ReasonWaitingForRolloutSlot, q.Note})
 }
 
 // last is target's entry in the last status, nil when it had none.
@@ -228,25 +263,25 @@ func (rep *Report) last(target string) *v1alpha1.ScratchTargetStatus {
 }
 
 // wakeAt asks for a reconcile at t, unless an earlier one is asked for.
-// RecheckAt asks for a reconcile at t at the latest: a target is missing pods the controller must
-// look at again then (refusedCreations).
-func (rep *Report) RecheckAt(t time.Time) { rep.wakeAt(t) }
-
 func (rep *Report) wakeAt(t time.Time) {
 	if rep.wake.IsZero() || t.Before(rep.wake) {
 		rep.wake = t
 	}
 }
 
-func (rep *Report) blocked(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.ScratchTargetStatus) string {
-	f := finding{sts.Name, o.Problem.Reason, o.Problem.Message}
-	if o.Problem.Reason == v1alpha1.ReasonMemoryBudget {
+// blocked records a target blocked by p; kept says the earlier injection stays in place.
+func (rep *Report) blocked(sts *appsv1.StatefulSet, p *inject.Problem, kept bool, ts *v1alpha1.ScratchTargetStatus) {
+	if p.Reason == v1alpha1.ReasonAdmissionDenied {
+		rep.denials++
+	}
+	f := finding{sts.Name, p.Reason, p.Message}
+	if p.Reason == v1alpha1.ReasonMemoryBudget {
 		rep.memory = append(rep.memory, f)
 	} else {
 		rep.problems = append(rep.problems, f)
 	}
-	ts.Message = o.Problem.Message
-	if o.Kept {
+	ts.Message = p.Message
+	if kept {
 		ts.Injected = true
 		ts.ConfigHash = sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
 		ts.Message += " (the earlier injection stays in place until this is fixed)"
@@ -255,10 +290,9 @@ func (rep *Report) blocked(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.Scr
 			ts.Applied = last.Applied
 		}
 	}
-	return o.Problem.Reason
 }
 
-func (rep *Report) injected(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.ScratchTargetStatus) {
+func (rep *Report) injected(sts *appsv1.StatefulSet, o Injected, ts *v1alpha1.ScratchTargetStatus) {
 	plan := o.Plan
 	ts.Injected, ts.Container, ts.ConfigHash = true, plan.Container, o.Hash
 	if rep.specHash == "" {
@@ -293,19 +327,6 @@ func (rep *Report) injected(sts *appsv1.StatefulSet, o *Outcome, ts *v1alpha1.Sc
 	if reason, msg, done := rollout(sts, o.Hash, rep.rolledOutBefore(sts.Name, o.Hash)); !done {
 		rep.rollout = append(rep.rollout, finding{sts.Name, reason, msg})
 	}
-}
-
-// Denied records a target whose change admission control refused with message. An injection the
-// StatefulSet already carries stays in place, and so does its ConfigMap. It returns the reason, as
-// Add does.
-func (rep *Report) Denied(sts *appsv1.StatefulSet, message string) string {
-	rep.denials++
-	_, kept := sts.Spec.Template.Annotations[rep.sv.InjectionAnnotation()]
-	return rep.Add(sts, &Outcome{SV: rep.sv, Kept: kept, Problem: &inject.Problem{
-		Reason: v1alpha1.ReasonAdmissionDenied,
-		Message: fmt.Sprintf("admission control refused the change: %s; the controller tries again when the StatefulSet changes, and every %d minutes",
-			message, int(AdmissionRetryInterval.Minutes())),
-	}})
 }
 
 // ConfigMaps are the names of the drop-in ConfigMaps the reported targets need.
@@ -357,12 +378,6 @@ func partition(sts *appsv1.StatefulSet) int32 {
 		return *ru.Partition
 	}
 	return 0
-}
-
-// Found records how many StatefulSets sv selects; each is reported with Add, WriteFailed or Denied.
-func (rep *Report) Found(targets int) {
-	rep.targetsFound = targets
-	rep.targets = make([]v1alpha1.ScratchTargetStatus, 0, targets)
 }
 
 // rolledOutBefore reports whether the ScratchVolume's last status had target rolled out with the

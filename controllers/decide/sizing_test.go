@@ -34,14 +34,14 @@ type sizingCase struct {
 
 func (c sizingCase) decide(t *testing.T) (*v1alpha1.SizingStatus, *Resize, time.Time) {
 	t.Helper()
-	rep, obs := c.report(t)
+	rep, obs := c.report(t, Synced{})
 	st := &v1alpha1.ScratchVolumeStatus{Usage: capacity.Summarize(obs)}
 	resize, wake := rep.sizing(st)
 	return st.Sizing, resize, wake
 }
 
 // report is the case's report, its pods observed, and the observations.
-func (c sizingCase) report(t *testing.T) (*Report, []v1alpha1.ScratchVolumeUsage) {
+func (c sizingCase) report(t *testing.T, synced Synced) (*Report, []v1alpha1.ScratchVolumeUsage) {
 	t.Helper()
 	sv := &v1alpha1.ScratchVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tmp", UID: "u1", Annotations: map[string]string{}}}
 	sv.Spec.Size = resource.MustParse("512Mi")
@@ -59,7 +59,7 @@ func (c sizingCase) report(t *testing.T) (*Report, []v1alpha1.ScratchVolumeUsage
 	if c.approve && c.last != nil {
 		sv.Annotations[v1alpha1.ApproveChangeAnnotation] = c.last.ID
 	}
-	rep := NewReport(sv, ReportSettings{Version: "v1", Now: sizingNow})
+	rep := NewReport(sv, ReportSettings{Version: "v1", Now: sizingNow}, synced)
 	var obs []v1alpha1.ScratchVolumeUsage
 	for _, pod := range []string{"db-0", "db-1", "db-2"} {
 		obs = append(obs, v1alpha1.ScratchVolumeUsage{Namespace: "ns", Pod: pod, ScratchVolume: "tmp", SizeBytes: 512 * mib,
@@ -83,9 +83,7 @@ func TestVerdictHasNoSideEffects(t *testing.T) {
 		"sustaining":          {windowPeak: 500, lifePeak: 500, last: proposing("640Mi", time.Hour)},
 	} {
 		t.Run(name, func(t *testing.T) {
-			rep, obs := c.report(t)
-			rep.Found(1)
-			rep.Add(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}}, nil)
+			rep, obs := c.report(t, Synced{Found: 1, Targets: []Target{{StatefulSet: &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}}}}})
 			first, second := rep.Verdict(Ending{Observed: obs}), rep.Verdict(Ending{Observed: obs})
 			if diff := cmp.Diff(first, second, cmp.AllowUnexported(Verdict{})); diff != "" {
 				t.Errorf("a second verdict from the same report differs (-first +second):\n%s", diff)
@@ -215,7 +213,7 @@ func TestSizingManualAndUnobserved(t *testing.T) {
 	sv := &v1alpha1.ScratchVolume{}
 	sv.Spec.Size = resource.MustParse("512Mi")
 	sv.Spec.Sizing = &v1alpha1.SizingPolicy{Mode: v1alpha1.SizingAutomatic, Min: new(resource.MustParse("256Mi")), Max: new(resource.MustParse("2Gi"))}
-	rep := NewReport(sv, ReportSettings{Version: "v1", Now: sizingNow})
+	rep := NewReport(sv, ReportSettings{Version: "v1", Now: sizingNow}, Synced{})
 	rep.observed = []v1alpha1.ScratchVolumeUsage{}
 	st := &v1alpha1.ScratchVolumeStatus{}
 	if resize, _ := rep.sizing(st); st.Sizing == nil || st.Sizing.Reason != v1alpha1.ReasonSizingNotObserved || resize != nil {
@@ -223,7 +221,7 @@ func TestSizingManualAndUnobserved(t *testing.T) {
 	}
 	// The profiles could not be read: the proposal and its clock stay as they were.
 	sv.Status.Sizing = proposing("640Mi", 7*time.Hour)
-	rep = NewReport(sv, ReportSettings{Version: "v1", Now: sizingNow})
+	rep = NewReport(sv, ReportSettings{Version: "v1", Now: sizingNow}, Synced{})
 	st = &v1alpha1.ScratchVolumeStatus{}
 	if resize, _ := rep.sizing(st); st.Sizing == nil || !st.Sizing.Since.Equal(sv.Status.Sizing.Since) || st.Sizing.Reason != v1alpha1.ReasonSizingSustaining || resize != nil {
 		t.Errorf("observations unreadable: %+v, want the last status kept", st.Sizing)
@@ -242,7 +240,7 @@ func TestSizingKeepsAResizeTheCacheHasNotSeen(t *testing.T) {
 	if SizingSeen(sv.Status.Sizing, known) || !SizingSeen(known, known) || !SizingSeen(nil, nil) {
 		t.Fatal("SizingSeen cannot tell the status as read from the one written")
 	}
-	rep := NewReport(sv, ReportSettings{Version: "v1", Now: sizingNow, KnownSizing: known})
+	rep := NewReport(sv, ReportSettings{Version: "v1", Now: sizingNow, KnownSizing: known}, Synced{})
 	obs := []v1alpha1.ScratchVolumeUsage{{Namespace: "ns", Pod: "db-0", ScratchVolume: "tmp", SizeBytes: 512 * mib, PeakBytes: 500 * mib, WindowPeakBytes: 500 * mib}}
 	rep.observed = obs
 	st := &v1alpha1.ScratchVolumeStatus{Usage: capacity.Summarize(obs)}

@@ -75,27 +75,17 @@ func (in Inputs) mentions(sv string) bool {
 	return false
 }
 
-// decision is a target's outcomes, without their ScratchVolumes (held by position in the
-// inputs' order) and without the write-war guard, which moves with the clock.
+// decision is the states of a target's outcomes, without their ScratchVolumes (held by position
+// in the inputs' order) and without the write-war guard, which moves with the clock. Each is
+// Injected or Blocked, the states of a decision that writes nothing and depends on nothing but its
+// inputs. An Injected plan is the part of it a sync that writes nothing reads (SettledPlan) but
+// its hash, and like the container it is shared by every target given an equal one (sharedPlans,
+// sharedContainers): the targets of one ScratchVolume over a fleet of one kind of server are
+// planned alike but for the hash, which covers the name of each one's drop-in ConfigMap. States
+// are values no one changes, so each reuse hands out the same ones.
 type decision struct {
-	inputs   Inputs
-	outcomes []rememberedOutcome
-}
-
-// rememberedOutcome is what a decision keeps of an outcome. The plan is the part of it a sync that
-// writes nothing reads (SettledPlan) but its hash, and like the container it is shared by every
-// target given an equal one (sharedPlans, sharedContainers): the targets of one ScratchVolume over
-// a fleet of one kind of server are planned alike but for the hash, which covers the name of each
-// one's drop-in ConfigMap.
-type rememberedOutcome struct {
-	hash      string
-	plan      *inject.Plan
-	container *corev1.Container
-	problem   *inject.Problem
-	kept      bool
-	// templateHash is the StatefulSet's own pod template (decide.TemplateHash), which the status
-	// records with what was applied.
-	templateHash string
+	inputs Inputs
+	states []decide.State
 }
 
 // Decisions remembers, per target StatefulSet, the last decision that left it as it is.
@@ -119,10 +109,9 @@ func (s *Decisions) Reuse(key types.NamespacedName, in Inputs, svs []*v1alpha1.S
 	if !ok || !d.inputs.equal(in) {
 		return nil, false
 	}
-	out := make(map[string]*decide.Outcome, len(d.outcomes))
-	for i := range d.outcomes {
-		m := &d.outcomes[i]
-		out[svs[i].Name] = &decide.Outcome{SV: svs[i], Plan: m.plan, Hash: m.hash, Container: m.container, Problem: m.problem, Kept: m.kept, TemplateHash: m.templateHash}
+	out := make(map[string]*decide.Outcome, len(d.states))
+	for i, s := range d.states {
+		out[svs[i].Name] = &decide.Outcome{SV: svs[i], State: s}
 	}
 	return out, true
 }
@@ -132,20 +121,21 @@ func (s *Decisions) Reuse(key types.NamespacedName, in Inputs, svs []*v1alpha1.S
 // not, so that a decision never holds an old copy of a ScratchVolume, whose status lists every
 // target, in memory.
 func (s *Decisions) Remember(key types.NamespacedName, in Inputs, outcomes map[string]*decide.Outcome) {
-	d := decision{inputs: in, outcomes: make([]rememberedOutcome, len(in.svs))}
+	d := decision{inputs: in, states: make([]decide.State, len(in.svs))}
 	for i, stamp := range in.svs {
 		o, ok := outcomes[stamp.name]
 		if !ok {
 			return
 		}
-		if o.Waiting != nil {
-			return // made again on every sync: it depends on the clock and the approval
+		switch s := o.State.(type) {
+		case decide.Injected:
+			s.Plan, s.Container = sharedPlans.intern(SettledPlan(s.Plan)), sharedContainers.intern(s.Container)
+			d.states[i] = s
+		case decide.Blocked:
+			d.states[i] = s
+		default:
+			return // made again on every sync: it depends on the clock, an approval or a refusal
 		}
-		m := rememberedOutcome{container: sharedContainers.intern(o.Container), problem: o.Problem, kept: o.Kept, templateHash: o.TemplateHash}
-		if o.Plan != nil {
-			m.hash, m.plan = o.Hash, sharedPlans.intern(SettledPlan(o.Plan))
-		}
-		d.outcomes[i] = m
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -184,8 +174,13 @@ func SettledPlan(p *inject.Plan) *inject.Plan {
 // outcomes are settled already.
 func SettledOutcomes(outcomes map[string]*decide.Outcome) map[string]*decide.Outcome {
 	for _, o := range outcomes {
-		if o.Plan != nil {
-			o.Plan = sharedPlans.intern(SettledPlan(o.Plan))
+		switch s := o.State.(type) {
+		case decide.Injected:
+			s.Plan = sharedPlans.intern(SettledPlan(s.Plan))
+			o.State = s
+		case decide.Held:
+			s.Plan = sharedPlans.intern(SettledPlan(s.Plan))
+			o.State = s
 		}
 	}
 	return outcomes

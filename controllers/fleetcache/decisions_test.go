@@ -27,10 +27,10 @@ func decisionFixture() (*appsv1.StatefulSet, []*v1alpha1.ScratchVolume) {
 
 func decidedFor(svs []*v1alpha1.ScratchVolume) map[string]*decide.Outcome {
 	return map[string]*decide.Outcome{
-		svs[0].Name: {SV: svs[0], Plan: &inject.Plan{
+		svs[0].Name: {SV: svs[0], State: decide.Injected{Plan: &inject.Plan{
 			ScratchVolume: svs[0].Name, Hash: "h0", ConfigKey: "k", ConfigData: "[mysqld]", Init: &corev1.Container{Name: "init"},
-		}, Hash: "h0", Container: &corev1.Container{Name: "db", Args: []string{"--innodb-buffer-pool-size=1G"}}},
-		svs[1].Name: {SV: svs[1], Problem: &inject.Problem{Reason: v1alpha1.ReasonScratchVolumeConflict}, Kept: true},
+		}, Hash: "h0", Container: &corev1.Container{Name: "db", Args: []string{"--innodb-buffer-pool-size=1G"}}}},
+		svs[1].Name: {SV: svs[1], State: decide.Blocked{Problem: &inject.Problem{Reason: v1alpha1.ReasonScratchVolumeConflict}, Kept: true}},
 	}
 }
 
@@ -108,11 +108,18 @@ func TestDecisionReuse(t *testing.T) {
 					t.Fatalf("outcome of %s does not carry the ScratchVolume read now", svs[i].Name)
 				}
 				want := decided[svs[i].Name]
-				if (o.Plan == nil) != (want.Plan == nil) || o.Problem != want.Problem || o.Kept != want.Kept || !reflect.DeepEqual(o.Container, want.Container) {
-					t.Errorf("outcome of %s = %+v, want %+v", svs[i].Name, *o, *want)
-				}
-				if o.Plan != nil && (o.Hash != want.Hash || o.Plan.ConfigData != want.Plan.ConfigData || o.Plan.Init != nil) {
-					t.Errorf("plan of %s kept as %+v: want its hash and drop-in, not the entries to write", svs[i].Name, *o.Plan)
+				switch w := want.State.(type) {
+				case decide.Injected:
+					s, ok := o.Injecting()
+					if !ok || !reflect.DeepEqual(s.Container, w.Container) {
+						t.Errorf("outcome of %s = %+v, want %+v", svs[i].Name, o.State, w)
+					} else if s.Hash != w.Hash || s.Plan.ConfigData != w.Plan.ConfigData || s.Plan.Init != nil {
+						t.Errorf("plan of %s kept as %+v: want its hash and drop-in, not the entries to write", svs[i].Name, *s.Plan)
+					}
+				case decide.Blocked:
+					if s, ok := o.State.(decide.Blocked); !ok || s.Problem != w.Problem || s.Kept != w.Kept {
+						t.Errorf("outcome of %s = %+v, want %+v", svs[i].Name, o.State, w)
+					}
 				}
 				if o == want {
 					t.Errorf("outcome of %s is the remembered one, which concurrent syncs would share", svs[i].Name)
@@ -173,10 +180,10 @@ func TestRememberedPlansAreShared(t *testing.T) {
 		"c": plan("c", "hc", "[mysqld]\ntmpdir=/tmp/ram\n"),
 	}
 	for name, p := range plans {
-		s.Remember(types.NamespacedName{Namespace: "ns", Name: name}, InputsOf(sts(name), svs, ""), map[string]*decide.Outcome{"tmp": {Plan: p, Hash: p.Hash}})
+		s.Remember(types.NamespacedName{Namespace: "ns", Name: name}, InputsOf(sts(name), svs, ""), map[string]*decide.Outcome{"tmp": {State: decide.Injected{Plan: p, Hash: p.Hash}}})
 	}
 	kept := func(name string) *inject.Plan {
-		return s.decisions[types.NamespacedName{Namespace: "ns", Name: name}].outcomes[0].plan
+		return s.decisions[types.NamespacedName{Namespace: "ns", Name: name}].states[0].(decide.Injected).Plan
 	}
 	if kept("a") != kept("b") {
 		t.Error("two targets planned alike hold two settled plans")
@@ -189,7 +196,10 @@ func TestRememberedPlansAreShared(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: no decision", name)
 		}
-		o := got["tmp"]
+		o, ok := got["tmp"].Injecting()
+		if !ok {
+			t.Fatalf("%s: reused as %T, want Injected", name, got["tmp"].State)
+		}
 		if p := o.Plan; o.Hash != want.Hash || p.ConfigVolume == nil || p.ConfigData != want.ConfigData || len(p.Locations) != 1 {
 			t.Errorf("%s: reused hash %s and plan %+v, want the hash %s, a drop-in volume and file, the locations", name, o.Hash, *p, want.Hash)
 		}

@@ -122,11 +122,9 @@ func TestTrimmedStatefulSetsReportTheSame(t *testing.T) {
 				}
 				tp := decide.PlanTarget(c.svs, full, inject.Namespace{}, decide.Gate{})
 				for i := range c.svs {
-					whole, cached := decide.NewReport(c.svs[i], decide.ReportSettings{}), decide.NewReport(c.svs[i], decide.ReportSettings{})
-					whole.Found(1)
-					cached.Found(1)
-					whole.Add(full, tp.Outcomes[c.svs[i].Name])
-					cached.Add(trimmed, tp.Outcomes[c.svs[i].Name])
+					o := tp.Outcomes[c.svs[i].Name]
+					whole := decide.NewReport(c.svs[i], decide.ReportSettings{}, decide.Synced{Found: 1, Targets: []decide.Target{{StatefulSet: full, Outcome: o}}})
+					cached := decide.NewReport(c.svs[i], decide.ReportSettings{}, decide.Synced{Found: 1, Targets: []decide.Target{{StatefulSet: trimmed, Outcome: o}}})
 					if diff := cmp.Diff(whole, cached, opts...); diff != "" {
 						t.Errorf("round %d, %s: the status from the trimmed StatefulSet differs (-whole +trimmed):\n%s", round, c.svs[i].Name, diff)
 					}
