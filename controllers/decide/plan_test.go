@@ -166,7 +166,9 @@ func TestReportConditions(t *testing.T) {
 	fresh := testenv.FullStatefulSet("mariadb:11.4", nil, nil, "2Gi")
 	one := scratchVolumes(nil)
 	type want struct{ ready, found, injected, rolled, conflict string }
-	one1 := func(sts *appsv1.StatefulSet, o *Outcome) Synced { return Synced{Found: 1, Targets: []Target{{StatefulSet: sts, Outcome: o}}} }
+	one1 := func(sts *appsv1.StatefulSet, o *Outcome) Synced {
+		return Synced{Found: 1, Targets: []Target{{StatefulSet: sts, Outcome: o}}}
+	}
 	tests := []struct {
 		name     string
 		sv       *v1alpha1.ScratchVolume
