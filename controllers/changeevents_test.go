@@ -7,13 +7,13 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/dbtune/scratch-operator/api/conditions"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/decide"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // recordedEvent is an Event as the recorder was asked for it.
@@ -45,13 +45,9 @@ func objectName(o runtime.Object) string {
 	return m.GetNamespace() + "/" + m.GetName()
 }
 
-// namedScratchVolume and namedStatefulSet are objects of namespace "ns" that only an Event names.
+// namedScratchVolume is a ScratchVolume of namespace "ns" that only an Event names.
 func namedScratchVolume(name string) *v1alpha1.ScratchVolume {
 	return &v1alpha1.ScratchVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
-}
-
-func namedStatefulSet(name string) *appsv1.StatefulSet {
-	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
 }
 
 // TestChangeEventsOnePerScratchVolumeAndReason gathers the changes of a pass as its parallel syncs
@@ -69,13 +65,13 @@ func TestChangeEventsOnePerScratchVolumeAndReason(t *testing.T) {
 	for i := 11; i >= 0; i-- {
 		wg.Go(func() {
 			name := fmt.Sprintf("db-%02d", i)
-			events.add(namedStatefulSet(name), injected(name))
+			events.add(testenv.StatefulSet("ns", name), injected(name))
 		})
 	}
 	wg.Wait()
-	events.add(namedStatefulSet("db-03"), decide.Change{SV: fleet, Reason: decide.EventRestored, Action: decide.ActionInject, Note: "Restored entries of StatefulSet db-03", Many: "Restored entries in"})
-	events.add(namedStatefulSet("db-07"), decide.Change{SV: other, Reason: decide.EventUpdated, Action: decide.ActionInject, Note: "Updated the injection in StatefulSet db-07", Many: "Updated the injection in"})
-	events.add(namedStatefulSet("db-02"), decide.Change{SV: other, Reason: decide.EventUpdated, Action: decide.ActionInject, Note: "Updated the injection in StatefulSet db-02", Many: "Updated the injection in"})
+	events.add(testenv.StatefulSet("ns", "db-03"), decide.Change{SV: fleet, Reason: decide.EventRestored, Action: decide.ActionInject, Note: "Restored entries of StatefulSet db-03", Many: "Restored entries in"})
+	events.add(testenv.StatefulSet("ns", "db-07"), decide.Change{SV: other, Reason: decide.EventUpdated, Action: decide.ActionInject, Note: "Updated the injection in StatefulSet db-07", Many: "Updated the injection in"})
+	events.add(testenv.StatefulSet("ns", "db-02"), decide.Change{SV: other, Reason: decide.EventUpdated, Action: decide.ActionInject, Note: "Updated the injection in StatefulSet db-02", Many: "Updated the injection in"})
 	events.record()
 
 	want := []recordedEvent{
@@ -102,10 +98,10 @@ func TestChangeEventsNotesFitTheAPI(t *testing.T) {
 	sv := namedScratchVolume("fleet")
 	for i := range 9 {
 		name := fmt.Sprintf("%s-%d", long, i)
-		events.add(namedStatefulSet(name), decide.Change{SV: sv, Reason: decide.EventReverted, Action: decide.ActionRevert, Note: "Removed from " + name, Many: "Removed the RAM volume and its settings from"})
+		events.add(testenv.StatefulSet("ns", name), decide.Change{SV: sv, Reason: decide.EventReverted, Action: decide.ActionRevert, Note: "Removed from " + name, Many: "Removed the RAM volume and its settings from"})
 	}
 	lone := namedScratchVolume("lone")
-	events.add(namedStatefulSet("x"), decide.Change{SV: lone, Reason: decide.EventReverted, Action: decide.ActionRevert, Note: "Removed " + strings.Repeat("é", 600), Many: "Removed from"})
+	events.add(testenv.StatefulSet("ns", "x"), decide.Change{SV: lone, Reason: decide.EventReverted, Action: decide.ActionRevert, Note: "Removed " + strings.Repeat("é", 600), Many: "Removed from"})
 	events.record()
 	if len(capture.events) != 2 {
 		t.Fatalf("recorded %d Events, want 2", len(capture.events))

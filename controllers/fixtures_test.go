@@ -9,49 +9,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
-// mariadbStatefulSet is a realistic StatefulSet: a database container with a data volumeClaimTemplate
-// and a 2Gi limit, and a metrics sidecar.
+// mariadbStatefulSet is the suite's usual target, labeled tier=db: two replicas of a MariaDB
+// container with a 2Gi limit and its data on a 10Gi claim, and a metrics sidecar.
 func mariadbStatefulSet(ns, name string) *appsv1.StatefulSet {
-	labels := map[string]string{"app.kubernetes.io/name": name}
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"tier": "db"}},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:    ptr.To[int32](2),
-			ServiceName: name,
-			Selector:    &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name:  "mariadb",
-					Image: "mariadb:11.4",
-					Args:  []string{"--innodb-buffer-pool-size=512M"},
-					Resources: corev1.ResourceRequirements{
-						Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
-					},
-					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/mysql"}},
-				}, {
-					Name:  "metrics",
-					Image: "prom/mysqld-exporter:v0.15.1",
-				}}},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: "data"},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources: corev1.VolumeResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
-					},
-				},
-			}},
-		},
-	}
+	return testenv.StatefulSet(ns, name, testenv.WithLabels(map[string]string{"tier": "db"}), testenv.WithReplicas(2),
+		testenv.WithContainerName("mariadb"), testenv.WithArgs("--innodb-buffer-pool-size=512M"), testenv.WithClaimSize("10Gi"),
+		testenv.WithSidecar(corev1.Container{Name: "metrics", Image: "prom/mysqld-exporter:v0.15.1"}))
 }
 
 func scratchVolume(ns, name, target string) *v1alpha1.ScratchVolume {

@@ -161,64 +161,9 @@ func envValue(c *corev1.Container, name string) string {
 	return ""
 }
 
-// bitnamiMariaDBStatefulSet is the primary StatefulSet of the Bitnami MariaDB chart: image
-// docker.io/bitnami/mariadb, its start script reading --defaults-file from the chart's ConfigMap,
-// the claim at /bitnami/mariadb (data directory /bitnami/mariadb/data), the chart's tmp directory
-// (tmpdir, socket, pid file) on an emptyDir, uid 1001 on a read-only root filesystem, and the
+// bitnamiMariaDBStatefulSet is the primary StatefulSet of the Bitnami MariaDB 11.4 chart, with the
 // chart's extraFlags in MARIADB_EXTRA_FLAGS.
 func bitnamiMariaDBStatefulSet(ns, name, extraFlags string) *appsv1.StatefulSet {
-	labels := map[string]string{"app.kubernetes.io/instance": name, "app.kubernetes.io/name": "mariadb"}
-	sc := &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
-		RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1001), RunAsGroup: ptr.To[int64](1001),
-		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-	}
-	sub := func(path, subPath string) corev1.VolumeMount {
-		return corev1.VolumeMount{Name: "empty-dir", MountPath: path, SubPath: subPath}
-	}
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:    ptr.To[int32](1),
-			ServiceName: name + "-headless",
-			Selector:    &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr.To[int64](1001)},
-					Containers: []corev1.Container{{
-						Name: "mariadb", Image: "docker.io/bitnami/mariadb:11.4.5-debian-12-r2", SecurityContext: sc,
-						Env: []corev1.EnvVar{
-							{Name: "BITNAMI_DEBUG", Value: "false"},
-							{Name: "MARIADB_ROOT_PASSWORD_FILE", Value: "/opt/bitnami/mariadb/secrets/mariadb-root-password"},
-							{Name: "MARIADB_EXTRA_FLAGS", Value: extraFlags},
-						},
-						Resources: corev1.ResourceRequirements{
-							Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
-						},
-						VolumeMounts: []corev1.VolumeMount{
-							{Name: "data", MountPath: "/bitnami/mariadb"},
-							sub("/tmp", "tmp-dir"), sub("/opt/bitnami/mariadb/conf", "app-conf-dir"),
-							sub("/opt/bitnami/mariadb/tmp", "app-tmp-dir"), sub("/opt/bitnami/mariadb/logs", "app-logs-dir"),
-							{Name: "config", MountPath: "/opt/bitnami/mariadb/conf/my.cnf", SubPath: "my.cnf"},
-						},
-					}},
-					Volumes: []corev1.Volume{
-						{Name: "empty-dir", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-						{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: name}}}},
-					},
-				},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: "data"},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources: corev1.VolumeResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("8Gi")},
-					},
-				},
-			}},
-		},
-	}
+	return testenv.BitnamiStatefulSet(ns, name, "mariadb", "docker.io/bitnami/mariadb:11.4.5-debian-12-r2",
+		testenv.WithEnv(corev1.EnvVar{Name: "MARIADB_EXTRA_FLAGS", Value: extraFlags}))
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/inject"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 const (
@@ -43,71 +44,40 @@ const (
 // request, 4Gi limit, a security context the init container must copy), a metrics sidecar, and a
 // user init container. data says how the data directory at dataMount is stored.
 func statefulSet(image string, data dataKind, dataMount string) *appsv1.StatefulSet {
-	labels := map[string]string{"app.kubernetes.io/name": testTarget}
-	db := corev1.Container{
-		Name:  dbContainer,
-		Image: image,
-		Args:  []string{"--innodb-buffer-pool-size=1G", "--binlog-format=ROW"},
-		Env:   []corev1.EnvVar{{Name: "MYSQL_RANDOM_ROOT_PASSWORD", Value: "1"}},
-		Ports: []corev1.ContainerPort{{Name: "mysql", ContainerPort: 3306}},
-		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{
-				corev1.ResourceCPU:    resource.MustParse("500m"),
-				corev1.ResourceMemory: resource.MustParse("2Gi"),
-			},
-			Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("4Gi")},
-		},
-		SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false)},
-	}
-	sts := &appsv1.StatefulSet{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: testTarget},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:    ptr.To[int32](3),
-			ServiceName: testTarget,
-			Selector:    &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{
-					Labels:      labels,
-					Annotations: map[string]string{"prometheus.io/scrape": "true"},
-				},
-				Spec: corev1.PodSpec{
-					InitContainers: []corev1.Container{{
-						Name: "wait-for-dns", Image: "busybox:1.36",
-						Command: []string{"sh", "-c", "until nslookup db; do sleep 1; done"},
-					}},
-					Containers: []corev1.Container{db, {
-						Name:  "metrics",
-						Image: "prom/mysqld-exporter:v0.15.1",
-						Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9104}},
-					}},
-				},
-			},
-		},
-	}
+	sts := testenv.StatefulSet(testNamespace, testTarget, testenv.WithReplicas(3),
+		testenv.WithImage(image), testenv.WithArgs("--innodb-buffer-pool-size=1G", "--binlog-format=ROW"),
+		testenv.WithEnv(corev1.EnvVar{Name: "MYSQL_RANDOM_ROOT_PASSWORD", Value: "1"}), testenv.WithMemoryLimit("4Gi"),
+		testenv.WithDataMount(dataMount), testenv.WithClaimSize("20Gi"),
+		testenv.WithSidecar(corev1.Container{
+			Name:  "metrics",
+			Image: "prom/mysqld-exporter:v0.15.1",
+			Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9104}},
+		}))
+	sts.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}
+	sts.Spec.Template.Annotations = map[string]string{"prometheus.io/scrape": "true"}
 	pod := &sts.Spec.Template.Spec
-	mount := corev1.VolumeMount{Name: "data", MountPath: dataMount}
-	switch data {
-	case dataClaim:
-		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-			ObjectMeta: metav1.ObjectMeta{Name: "data"},
-			Spec: corev1.PersistentVolumeClaimSpec{
-				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				Resources: corev1.VolumeResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("20Gi")},
-				},
-			},
-		}}
-	case dataEmptyDir:
-		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "data",
-			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	case dataMemory:
-		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "data",
-			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}})
-	case dataNone:
-		return sts
+	pod.InitContainers = []corev1.Container{{
+		Name: "wait-for-dns", Image: "busybox:1.36",
+		Command: []string{"sh", "-c", "until nslookup db; do sleep 1; done"},
+	}}
+	db := &pod.Containers[0]
+	db.Ports = []corev1.ContainerPort{{Name: "mysql", ContainerPort: 3306}}
+	db.Resources.Requests = corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("500m"),
+		corev1.ResourceMemory: resource.MustParse("2Gi"),
 	}
-	pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, mount)
+	db.SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false)}
+	switch data {
+	case dataEmptyDir:
+		sts.Spec.VolumeClaimTemplates = nil
+		pod.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	case dataMemory:
+		sts.Spec.VolumeClaimTemplates = nil
+		pod.Volumes = []corev1.Volume{{Name: "data",
+			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}}
+	case dataNone:
+		testenv.WithoutData()(sts)
+	}
 	return sts
 }
 
@@ -237,12 +207,7 @@ func sidecars(cs ...corev1.Container) stsOption {
 }
 
 // noData removes the database container's data volume: its data lives in the container's filesystem.
-func noData() stsOption {
-	return func(sts *appsv1.StatefulSet) {
-		sts.Spec.VolumeClaimTemplates = nil
-		sts.Spec.Template.Spec.Containers[0].VolumeMounts = nil
-	}
-}
+func noData() stsOption { return stsOption(testenv.WithoutData()) }
 
 // onlyContainers replaces all containers.
 func onlyContainers(cs ...corev1.Container) stsOption {
@@ -295,100 +260,13 @@ func containerIn(tmpl *corev1.PodTemplateSpec, name string) *corev1.Container {
 
 func resourceQ(s string) resource.Quantity { return resource.MustParse(s) }
 
-// bitnamiStatefulSet is the primary StatefulSet the Bitnami mysql or mariadb chart renders (db is
-// "mysql" or "mariadb"): the image's entrypoint and run.sh start the server, with
-// --defaults-file=/opt/bitnami/<db>/conf/my.cnf from the chart's ConfigMap; the claim "data" at
-// /bitnami/<db> holds the data directory data/; one emptyDir gives the writable directories of a
-// read-only root filesystem, among them /opt/bitnami/<db>/tmp (tmpdir, socket and pid file in the
-// chart's my.cnf); the server runs as 1001. extraFlags, when not nil, is the chart's extraFlags
-// value as it reaches the container.
+// bitnamiStatefulSet is testenv's BitnamiStatefulSet of the chart for db ("mysql" or "mariadb")
+// with image; extraFlags, when not nil, is the chart's extraFlags value as it reaches the container.
 func bitnamiStatefulSet(db, image string, extraFlags *corev1.EnvVar) *appsv1.StatefulSet {
-	labels := map[string]string{"app.kubernetes.io/instance": testTarget, "app.kubernetes.io/name": db,
-		"app.kubernetes.io/component": "primary"}
-	upper := map[string]string{"mysql": "MYSQL", "mariadb": "MARIADB"}[db]
-	env := []corev1.EnvVar{
-		{Name: "BITNAMI_DEBUG", Value: "false"},
-		{Name: upper + "_ROOT_PASSWORD_FILE", Value: "/opt/bitnami/" + db + "/secrets/" + db + "-root-password"},
-		{Name: upper + "_ENABLE_SSL", Value: "no"},
-		{Name: upper + "_PORT_NUMBER", Value: "3306"},
+	if extraFlags == nil {
+		return testenv.BitnamiStatefulSet(testNamespace, testTarget, db, image)
 	}
-	if extraFlags != nil {
-		env = append(env, *extraFlags)
-	}
-	emptyDir := func(mountPath, subPath string) corev1.VolumeMount {
-		return corev1.VolumeMount{Name: "empty-dir", MountPath: mountPath, SubPath: subPath}
-	}
-	container := corev1.Container{
-		Name:            db,
-		Image:           image,
-		ImagePullPolicy: corev1.PullIfNotPresent,
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			RunAsGroup:               ptr.To[int64](1001),
-			RunAsNonRoot:             ptr.To(true),
-			RunAsUser:                ptr.To[int64](1001),
-			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
-		Env:   env,
-		Ports: []corev1.ContainerPort{{Name: "mysql", ContainerPort: 3306}},
-		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("375m"), corev1.ResourceMemory: resource.MustParse("384Mi")},
-			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
-		},
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: "data", MountPath: "/bitnami/" + db},
-			emptyDir("/tmp", "tmp-dir"),
-			emptyDir("/opt/bitnami/"+db+"/conf", "app-conf-dir"),
-			emptyDir("/opt/bitnami/"+db+"/tmp", "app-tmp-dir"),
-			emptyDir("/opt/bitnami/"+db+"/logs", "app-logs-dir"),
-			{Name: "config", MountPath: "/opt/bitnami/" + db + "/conf/my.cnf", SubPath: "my.cnf"},
-			{Name: db + "-credentials", MountPath: "/opt/bitnami/" + db + "/secrets/"},
-		},
-	}
-	return &appsv1.StatefulSet{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: testTarget, Labels: labels},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:            ptr.To[int32](1),
-			ServiceName:         testTarget + "-headless",
-			PodManagementPolicy: appsv1.OrderedReadyPodManagement,
-			Selector:            &metav1.LabelSelector{MatchLabels: labels},
-			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels,
-					Annotations: map[string]string{"checksum/configuration": "5c7b9e0f3d1a"}},
-				Spec: corev1.PodSpec{
-					ServiceAccountName: testTarget,
-					SecurityContext:    &corev1.PodSecurityContext{FSGroup: ptr.To[int64](1001), FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeAlways)},
-					InitContainers: []corev1.Container{{
-						Name: "preserve-logs-symlinks", Image: image, SecurityContext: container.SecurityContext.DeepCopy(),
-						Command:      []string{"/bin/bash"},
-						Args:         []string{"-ec", "if [[ -d /opt/bitnami/" + db + "/logs ]]; then cp -r /opt/bitnami/" + db + "/logs /emptydir/app-logs-dir; fi"},
-						VolumeMounts: []corev1.VolumeMount{{Name: "empty-dir", MountPath: "/emptydir"}},
-					}},
-					Containers: []corev1.Container{container},
-					Volumes: []corev1.Volume{
-						{Name: "empty-dir", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-						{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: testTarget}}}},
-						{Name: db + "-credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-							SecretName: testTarget, Items: []corev1.KeyToPath{{Key: db + "-root-password", Path: db + "-root-password"}}}}},
-					},
-				},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: map[string]string{"app.kubernetes.io/instance": testTarget}},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources: corev1.VolumeResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("8Gi")},
-					},
-				},
-			}},
-		},
-	}
+	return testenv.BitnamiStatefulSet(testNamespace, testTarget, db, image, testenv.WithEnv(*extraFlags))
 }
 
 // chartExtraFlags is the chart's extraFlags value as the container gets it.

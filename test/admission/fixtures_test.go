@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // fixture is a realistic StatefulSet every admitted spec is planned against.
@@ -94,46 +96,27 @@ type stsOption func(*appsv1.StatefulSet)
 // limit and a security context, changed by opts.
 func database(ns, name, container, image string, args []string, opts ...stsOption) *appsv1.StatefulSet {
 	labels := map[string]string{"app.kubernetes.io/name": name}
-	sts := &appsv1.StatefulSet{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:    ptr.To[int32](3),
-			ServiceName: name,
-			Selector:    &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{"prometheus.io/scrape": "true"}},
-				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{
-						Name:  container,
-						Image: image,
-						Args:  args,
-						Env:   []corev1.EnvVar{{Name: "MYSQL_RANDOM_ROOT_PASSWORD", Value: "1"}},
-						Ports: []corev1.ContainerPort{{Name: "mysql", ContainerPort: 3306}},
-						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-							TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("mysql")},
-						}, PeriodSeconds: 10},
-						Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{
-								corev1.ResourceCPU:    resource.MustParse("500m"),
-								corev1.ResourceMemory: resource.MustParse("2Gi"),
-							},
-							Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("4Gi")},
-						},
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr.To(false),
-							RunAsUser:                ptr.To[int64](999),
-						},
-					}},
-					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
-							TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
-						}}},
-					}},
-				},
-			},
-		},
+	sts := testenv.StatefulSet(ns, name, testenv.WithLabels(labels), testenv.WithReplicas(3), testenv.WithoutData(),
+		testenv.WithContainerName(container), testenv.WithImage(image), testenv.WithArgs(args...),
+		testenv.WithEnv(corev1.EnvVar{Name: "MYSQL_RANDOM_ROOT_PASSWORD", Value: "1"}), testenv.WithMemoryLimit("4Gi"))
+	sts.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}
+	sts.Spec.Template.Annotations = map[string]string{"prometheus.io/scrape": "true"}
+	pod := &sts.Spec.Template.Spec
+	pod.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
+			TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+		}}},
+	}}
+	db := &pod.Containers[0]
+	db.Ports = []corev1.ContainerPort{{Name: "mysql", ContainerPort: 3306}}
+	db.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+		TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("mysql")},
+	}, PeriodSeconds: 10}
+	db.Resources.Requests = corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("500m"),
+		corev1.ResourceMemory: resource.MustParse("2Gi"),
 	}
+	db.SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), RunAsUser: ptr.To[int64](999)}
 	for _, o := range opts {
 		o(sts)
 	}
@@ -212,7 +195,8 @@ func withNativeSidecar() stsOption {
 	}
 }
 
-// genericApp is a web application with a sidecar: no database image at all.
+// genericApp is a web application with a sidecar: no database image at all. Kept apart: it builds
+// an application, not a database.
 func genericApp(ns string) *appsv1.StatefulSet {
 	labels := map[string]string{"app.kubernetes.io/name": "web"}
 	return &appsv1.StatefulSet{

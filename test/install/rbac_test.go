@@ -254,7 +254,7 @@ func selfReview(t *testing.T, c client.Client, attrs *authorizationv1.ResourceAt
 // reading a Secret and patching a Deployment are refused.
 func managerRequests(t *testing.T, e *testenv.Env, as client.Client, ns string) {
 	ctx := context.Background()
-	sts := newStatefulSet(ns, "db")
+	sts := testenv.StatefulSet(ns, "db")
 	deploy := newDeployment(ns, "web")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-credentials"}, StringData: map[string]string{"password": "x"}}
 	for _, o := range []client.Object{sts, deploy, secret} {
@@ -263,7 +263,7 @@ func managerRequests(t *testing.T, e *testenv.Env, as client.Client, ns string) 
 		}
 	}
 	annotate := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"dbtune.test/touched":"yes"}}}`))
-	if err := as.Patch(ctx, newStatefulSet(ns, "db"), annotate); err != nil {
+	if err := as.Patch(ctx, testenv.StatefulSet(ns, "db"), annotate); err != nil {
 		t.Errorf("the manager could not patch a StatefulSet: %v", err)
 	}
 	expectForbidden(t, "get Secret", as.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}))
@@ -275,7 +275,7 @@ func managerRequests(t *testing.T, e *testenv.Env, as client.Client, ns string) 
 func agentRequests(t *testing.T, e *testenv.Env, as client.Client, ns string) {
 	ctx := context.Background()
 	profile := &v1alpha1.NodeIOProfile{ObjectMeta: metav1.ObjectMeta{Name: "node-" + ns}}
-	sts := newStatefulSet(ns, "db-agent")
+	sts := testenv.StatefulSet(ns, "db-agent")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent-secret"}}
 	for _, o := range []client.Object{profile, sts, secret} {
 		if err := e.Client.Create(ctx, o); err != nil {
@@ -308,7 +308,7 @@ func agentRequests(t *testing.T, e *testenv.Env, as client.Client, ns string) {
 	expectForbidden(t, "get Lease in another namespace", as.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "dbtune-probe-slot-0"}, &coordinationv1.Lease{}))
 	expectForbidden(t, "get Secret", as.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}))
 	annotate := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"dbtune.test/touched":"yes"}}}`))
-	expectForbidden(t, "patch StatefulSet", as.Patch(ctx, newStatefulSet(ns, "db-agent"), annotate))
+	expectForbidden(t, "patch StatefulSet", as.Patch(ctx, testenv.StatefulSet(ns, "db-agent"), annotate))
 }
 
 func expectForbidden(t *testing.T, what string, err error) {
@@ -318,29 +318,15 @@ func expectForbidden(t *testing.T, what string, err error) {
 	}
 }
 
-func newStatefulSet(ns, name string) *appsv1.StatefulSet {
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: appsv1.StatefulSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: podTemplate(name),
-		},
-	}
-}
-
 func newDeployment(ns, name string) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: podTemplate(name),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.example/app:1"}}},
+			},
 		},
-	}
-}
-
-func podTemplate(app string) corev1.PodTemplateSpec {
-	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.example/app:1"}}},
 	}
 }

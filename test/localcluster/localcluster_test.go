@@ -15,9 +15,7 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -64,11 +62,12 @@ func TestStatefulSetRollsOutAndStopLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.AppsV1().StatefulSets("default").Create(ctx, statefulSet("web", 2), metav1.CreateOptions{}); err != nil {
+	web := testenv.StatefulSet("default", "web", testenv.WithReplicas(2))
+	if _, err := cs.AppsV1().StatefulSets("default").Create(ctx, web, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(ctx, t, "2 Running pods and 2 Bound claims", func() (bool, string) {
-		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=web"})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -131,33 +130,6 @@ func requireBinaries(t *testing.T) string {
 		}
 	}
 	return dir
-}
-
-func statefulSet(name string, replicas int32) *appsv1.StatefulSet {
-	labels := map[string]string{"app": name}
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "app", Image: "registry.invalid/app:1",
-					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
-				}}},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: "data"},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources: corev1.VolumeResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-					},
-				},
-			}},
-		},
-	}
 }
 
 func waitUntil(ctx context.Context, t *testing.T, what string, check func() (bool, string)) {

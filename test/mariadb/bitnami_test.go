@@ -203,7 +203,8 @@ func envOf(c *corev1.Container, name string) string {
 }
 
 // bitnamiStatefulSet is the primary StatefulSet of the Bitnami chart for the host's server and its
-// release line, with the chart's extraFlags value.
+// release line, with the chart's extraFlags value. Kept apart: it builds the chart for a server this
+// machine runs, with the host's memory limit and only the volume kinds the harness makes (no Secret).
 func bitnamiStatefulSet(h *mariadb.Host, name, extraFlags string) *appsv1.StatefulSet {
 	chart := bitnamiChartFor(h)
 	labels := map[string]string{"app.kubernetes.io/instance": name, "app.kubernetes.io/name": chart.db}
@@ -232,7 +233,7 @@ func bitnamiStatefulSet(h *mariadb.Host, name, extraFlags string) *appsv1.Statef
 							{Name: chart.extraFlags, Value: extraFlags},
 						},
 						Resources: corev1.ResourceRequirements{
-							Limits: corev1.ResourceList{corev1.ResourceMemory: serverMemoryLimit(h)},
+							Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(serverMemoryLimit(h))},
 						},
 						VolumeMounts: []corev1.VolumeMount{
 							{Name: "data", MountPath: chart.claim()},

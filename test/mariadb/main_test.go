@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/test/mariadb"
@@ -106,7 +105,6 @@ func isMySQL(h *mariadb.Host) bool { return h.Server.Flavor == v1alpha1.FlavorMy
 // data directory on a volumeClaimTemplate, a memory limit, and the server's settings as args. The
 // settings keep a server small and quick to initialize; args add to them.
 func statefulSet(h *mariadb.Host, name string, args ...string) *appsv1.StatefulSet {
-	labels := map[string]string{"app.kubernetes.io/name": name}
 	settings := []string{
 		"--innodb-buffer-pool-size=32M",
 		"--innodb-log-file-size=16M",
@@ -131,45 +129,17 @@ func statefulSet(h *mariadb.Host, name string, args ...string) *appsv1.StatefulS
 		// this; the harness logs in as root over the socket.
 		env = []corev1.EnvVar{{Name: "MYSQL_ALLOW_EMPTY_PASSWORD", Value: "1"}}
 	}
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:    ptr.To[int32](1),
-			ServiceName: name,
-			Selector:    &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name:  "db",
-					Image: h.Server.Image,
-					Args:  append(settings, args...),
-					Env:   env,
-					Resources: corev1.ResourceRequirements{
-						Limits: corev1.ResourceList{corev1.ResourceMemory: serverMemoryLimit(h)},
-					},
-					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/mysql"}},
-				}}},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: "data"},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources: corev1.VolumeResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-					},
-				},
-			}},
-		},
-	}
+	return testenv.StatefulSet("default", name, testenv.WithImage(h.Server.Image), testenv.WithArgs(append(settings, args...)...),
+		testenv.WithEnv(env...), testenv.WithMemoryLimit(serverMemoryLimit(h)))
 }
 
 // serverMemoryLimit is the database container's memory limit: 1Gi, or on MySQL 2Gi, as the memory
 // accounting counts the TempTable engine's default 1GiB there.
-func serverMemoryLimit(h *mariadb.Host) resource.Quantity {
+func serverMemoryLimit(h *mariadb.Host) string {
 	if isMySQL(h) {
-		return resource.MustParse("2Gi")
+		return "2Gi"
 	}
-	return resource.MustParse("1Gi")
+	return "1Gi"
 }
 
 // scratchVolume is a ScratchVolume as the API server stores it, defaults filled in.

@@ -20,6 +20,7 @@ import (
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 	"github.com/dbtune/scratch-operator/test/realnode"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // includeDir is the official MariaDB and MySQL images' include directory, where ConfigFile
@@ -135,22 +136,11 @@ func configDirScratchVolume() *v1alpha1.ScratchVolume {
 
 // configDirStatefulSet is a MariaDB StatefulSet in the official image's shape laid out as tc says.
 func configDirStatefulSet(tc configDirCase) *appsv1.StatefulSet {
-	labels := map[string]string{"app.kubernetes.io/name": "db"}
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"},
-		Spec: appsv1.StatefulSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{Name: "mariadb", Image: "mariadb:11.8",
-						VolumeMounts: append([]corev1.VolumeMount{{Name: "data", MountPath: dataPath}}, tc.mounts...)}},
-					Volumes: tc.volumes,
-				},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}},
-		},
-	}
+	sts := testenv.StatefulSet("default", "db", testenv.WithContainerName("mariadb"), testenv.WithImage("mariadb:11.8"))
+	db := &sts.Spec.Template.Spec.Containers[0]
+	db.VolumeMounts = append(db.VolumeMounts, tc.mounts...)
+	sts.Spec.Template.Spec.Volumes = tc.volumes
+	return sts
 }
 
 // configDirPod is a pod on the real node with tc's volumes and the drop-in mounted as the plan

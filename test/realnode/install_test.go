@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -157,12 +158,29 @@ func requireDatabaseImageParts(t *testing.T) {
 
 // buildProductImages runs `make images` for this machine's platform, as a user building the
 // images would, and the database images: it returns the tarballs to import, and the references of
-// the database images other than MariaDB 10.11 by their hack/images name.
+// the database images other than MariaDB 10.11 by their hack/images name. They are built once for
+// all the tests of a run: each imports the same files into a node of its own.
 func buildProductImages(ctx context.Context, t *testing.T, root string) (tarballs []string, refs map[string]string) {
 	t.Helper()
+	productImages.once.Do(func() { productImages.tarballs, productImages.refs, productImages.err = makeProductImages(ctx, root) })
+	if productImages.err != nil {
+		t.Fatal(productImages.err)
+	}
+	return productImages.tarballs, productImages.refs
+}
+
+// productImages are the images buildProductImages built.
+var productImages struct {
+	once     sync.Once
+	tarballs []string
+	refs     map[string]string
+	err      error
+}
+
+func makeProductImages(ctx context.Context, root string) (tarballs []string, refs map[string]string, err error) {
 	cmd := exec.CommandContext(ctx, "make", "-C", root, "images", "PLATFORMS=linux/amd64")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("make images: %v\n%s", err, out)
+		return nil, nil, fmt.Errorf("make images: %w\n%s", err, out)
 	}
 	dir := filepath.Join(root, "bin", "images")
 	tarballs = []string{filepath.Join(dir, "manager.tar"), filepath.Join(dir, "node-agent.tar")}
@@ -170,12 +188,12 @@ func buildProductImages(ctx context.Context, t *testing.T, root string) (tarball
 	for _, database := range []string{"mariadb", "mariadb-sid", "mysql-sid"} {
 		tarball, ref, err := realnode.BuildDatabaseImage(ctx, root, dir, database)
 		if err != nil {
-			t.Fatal(err)
+			return nil, nil, err
 		}
 		tarballs = append(tarballs, tarball)
 		refs[database] = ref
 	}
-	return tarballs, refs
+	return tarballs, refs, nil
 }
 
 // startNodeWith is startNode with options changed by change.

@@ -273,7 +273,8 @@ func assertLocalPV(ctx context.Context, t *testing.T, cs kubernetes.Interface, n
 }
 
 // mariadbStatefulSet is one MariaDB replica on the real node, its data on a claim of the local
-// class, as a user would write it before any ScratchVolume.
+// class, as a user would write it before any ScratchVolume. Kept apart: it builds a pod for the real
+// node, pinned to it by name and running the image loaded there, never pulled.
 func mariadbStatefulSet(nodeName string) *appsv1.StatefulSet {
 	labels := map[string]string{"app.kubernetes.io/name": mariadbName}
 	return &appsv1.StatefulSet{

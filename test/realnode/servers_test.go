@@ -245,7 +245,7 @@ func (p *product) assertServerInjected(ctx context.Context, t *testing.T, sc ser
 // officialStatefulSet is one replica of the case's server in the official image's shape, its data
 // on a claim of the local class at /var/lib/mysql, the root password in the image's variable.
 // MySQL's memory limit leaves room for the TempTable engine's default 1GiB, which the memory check
-// counts.
+// counts. Kept apart: it builds on mariadbStatefulSet, for the real node.
 func officialStatefulSet(sc serverCase, image, nodeName string) *appsv1.StatefulSet {
 	sts := mariadbStatefulSet(nodeName)
 	sts.Name = sc.name

@@ -16,7 +16,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -257,23 +256,10 @@ func injectedCopy(sts *appsv1.StatefulSet) *appsv1.StatefulSet {
 	return sts
 }
 
-// newStatefulSet is a one-container StatefulSet with a memory limit, labeled to opt in or not.
+// newStatefulSet is a one-container StatefulSet with a 1Gi memory limit and no claim, which the
+// cluster has no volume for, labeled to opt in or not.
 func newStatefulSet(ns, name string, optIn bool) *appsv1.StatefulSet {
-	labels := map[string]string{"app": name}
-	sts := &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "main", Image: "registry.example/app:1",
-					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
-				}}},
-			},
-		},
-	}
+	sts := testenv.StatefulSet(ns, name, testenv.WithoutData(), testenv.WithMemoryLimit("1Gi"))
 	if optIn {
 		sts.Labels = map[string]string{v1alpha1.ScratchOptInLabel: "true"}
 	}

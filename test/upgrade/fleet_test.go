@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // fleetNamespace holds the recorded fleet.
@@ -64,35 +65,20 @@ func fleet() ([]*appsv1.StatefulSet, []*v1alpha1.ScratchVolume) {
 // officialImage is a StatefulSet of an official mysql, mariadb or percona image: the data claim at
 // /var/lib/mysql, a 2Gi limit and a metrics sidecar.
 func officialImage(name, image string) *appsv1.StatefulSet {
-	labels := map[string]string{"app.kubernetes.io/name": name}
-	db := corev1.Container{
-		Name: "db", Image: image,
-		Env:   []corev1.EnvVar{{Name: "MYSQL_RANDOM_ROOT_PASSWORD", Value: "yes"}, {Name: "MARIADB_RANDOM_ROOT_PASSWORD", Value: "yes"}},
-		Ports: []corev1.ContainerPort{{Name: "mysql", ContainerPort: 3306}},
-		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
-			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
-		},
-		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/mysql"}},
-	}
-	exporter := corev1.Container{Name: "metrics", Image: "prom/mysqld-exporter:v0.15.1", Ports: []corev1.ContainerPort{{ContainerPort: 9104}}}
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: fleetNamespace, Name: name, Labels: map[string]string{"tier": "db"}},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas: ptr.To[int32](2), ServiceName: name,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{db, exporter}},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{claim("data", "10Gi")},
-		},
-	}
+	sts := testenv.StatefulSet(fleetNamespace, name, testenv.WithLabels(map[string]string{"tier": "db"}), testenv.WithReplicas(2),
+		testenv.WithImage(image), testenv.WithClaimSize("10Gi"),
+		testenv.WithEnv(corev1.EnvVar{Name: "MYSQL_RANDOM_ROOT_PASSWORD", Value: "yes"}, corev1.EnvVar{Name: "MARIADB_RANDOM_ROOT_PASSWORD", Value: "yes"}),
+		testenv.WithSidecar(corev1.Container{Name: "metrics", Image: "prom/mysqld-exporter:v0.15.1", Ports: []corev1.ContainerPort{{ContainerPort: 9104}}}))
+	db := &sts.Spec.Template.Spec.Containers[0]
+	db.Ports = []corev1.ContainerPort{{Name: "mysql", ContainerPort: 3306}}
+	db.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}
+	return sts
 }
 
 // bitnami is the primary StatefulSet of a Bitnami chart (db is mysql or mariadb): the data claim at
 // /bitnami/<db>, a read-only root file system with its writable directories on one emptyDir, the
-// chart's my.cnf from a ConfigMap, uid 1001.
+// chart's my.cnf from a ConfigMap, uid 1001. Kept apart: it builds the chart without the
+// ServiceAccount and Secret that testenv.BitnamiStatefulSet names, which the fleet's cluster lacks.
 func bitnami(name, db, image string) *appsv1.StatefulSet {
 	labels := map[string]string{"app.kubernetes.io/instance": name, "app.kubernetes.io/name": db}
 	upper := map[string]string{"mysql": "MYSQL", "mariadb": "MARIADB"}[db]

@@ -9,13 +9,11 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dbtune/scratch-operator/test/cloudvolume"
 	"github.com/dbtune/scratch-operator/test/mariadb"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // The server's data directory and the claim it lives on.
@@ -65,25 +63,9 @@ func serverArgs(bufferPool string) []string {
 
 // newServer prepares the pod; its claim is where the caller mounts the volume before start.
 func newServer(h *mariadb.Host, bufferPool string, memoryLimit resource.Quantity) (*server, error) {
-	labels := map[string]string{"app.kubernetes.io/name": "bench-readahead"}
 	args := serverArgs(bufferPool)
-	sts := &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: "bench-readahead"},
-		Spec: appsv1.StatefulSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name:         "db",
-					Image:        h.Server.Image,
-					Args:         args,
-					Resources:    corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: memoryLimit}},
-					VolumeMounts: []corev1.VolumeMount{{Name: dataClaim, MountPath: dataDir}},
-				}}},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: dataClaim}}},
-		},
-	}
+	sts := testenv.StatefulSet("bench", "bench-readahead", testenv.WithImage(h.Server.Image), testenv.WithArgs(args...),
+		testenv.WithMemoryLimit(memoryLimit.String()), testenv.WithDataMount(dataDir))
 	pod, err := h.NewPod(sts)
 	if err != nil {
 		return nil, err

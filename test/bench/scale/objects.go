@@ -105,6 +105,7 @@ func tierOf(i int, tiers []int) int {
 }
 
 // statefulSet is the fleet's i-th StatefulSet, as its team wrote it (nothing the controller adds).
+// Kept apart from testenv's builders: it builds a fleet of several shapes and tiers, one per index.
 func statefulSet(i, namespaces, tier int, replicas int32) *appsv1.StatefulSet {
 	s := shapes[i%len(shapes)]
 	name := statefulSetName(i)

@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
@@ -105,32 +104,11 @@ func (e *env) measureRefusals(ctx context.Context, cfg config) ([]refusalRun, er
 // which Validate admits: the injection adds the init container that creates the must-survive
 // directories on the claim, which the policy refuses.
 func refusalStatefulSet(ns string) *appsv1.StatefulSet {
-	labels := map[string]string{"app.kubernetes.io/name": "db"}
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas: ptr.To[int32](refusalReplicas), ServiceName: "db",
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "mariadb", Image: "mariadb:11.4", Args: []string{"--innodb-buffer-pool-size=512M"},
-					Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("2Gi")},
-						Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
-					},
-					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/mysql"}},
-				}}},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: "data"},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-				},
-			}},
-		},
-	}
+	sts := testenv.StatefulSet(ns, "db", testenv.WithReplicas(refusalReplicas), testenv.WithContainerName("mariadb"),
+		testenv.WithArgs("--innodb-buffer-pool-size=512M"))
+	sts.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("2Gi")}
+	return sts
 }
 
 // victim is the pod a rollout replaces first, and the one deleted by hand.

@@ -25,6 +25,7 @@ import (
 	"github.com/dbtune/scratch-operator/test/bench/method"
 	"github.com/dbtune/scratch-operator/test/cloudvolume"
 	"github.com/dbtune/scratch-operator/test/mariadb"
+	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
 // The temporary-table workload: a report grouping on a TEXT column (internal temporary tables with
@@ -130,33 +131,14 @@ type variant struct {
 }
 
 func statefulSet(h *mariadb.Host, cfg config, name string, extraArgs ...string) *appsv1.StatefulSet {
-	labels := map[string]string{"app.kubernetes.io/name": name}
-	var env []corev1.EnvVar
+	opts := []testenv.StatefulSetOption{testenv.WithImage(h.Server.Image), testenv.WithArgs(append(serverArgs(cfg, h.Server.Flavor), extraArgs...)...),
+		testenv.WithMemoryLimit(cfg.memoryLimit.String()), testenv.WithDataMount(dataDir)}
 	if h.Server.Root != "" {
 		// The image's entrypoint initializes an empty data directory only when told how root
 		// logs in; the benchmark logs in as root over the socket.
-		env = []corev1.EnvVar{{Name: "MYSQL_ALLOW_EMPTY_PASSWORD", Value: "1"}}
+		opts = append(opts, testenv.WithEnv(corev1.EnvVar{Name: "MYSQL_ALLOW_EMPTY_PASSWORD", Value: "1"}))
 	}
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name},
-		Spec: appsv1.StatefulSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name:  "db",
-					Image: h.Server.Image,
-					Args:  append(serverArgs(cfg, h.Server.Flavor), extraArgs...),
-					Env:   env,
-					Resources: corev1.ResourceRequirements{
-						Limits: corev1.ResourceList{corev1.ResourceMemory: cfg.memoryLimit},
-					},
-					VolumeMounts: []corev1.VolumeMount{{Name: dataClaim, MountPath: dataDir}},
-				}}},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: dataClaim}}},
-		},
-	}
+	return testenv.StatefulSet("bench", name, opts...)
 }
 
 // scratchVolume is the injected variant's ScratchVolume: ConfigFile, innodb_tmpdir on disk, and
