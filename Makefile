@@ -101,13 +101,13 @@ k8s-binaries-node: ## Build a real node's kubelet, containerd, containerd-shim-r
 # machine (kernel settings, cgroups, mounts, a bridge) until it restores it; the other packages'
 # root tests keep to their own mounts, loop devices and cgroups, which it never looks at. As root
 # the real node needs Debian's runc, containernetworking-plugins, busybox-static and mmdebstrap
-# (.ci/run installs them); without root it skips. -Oline keeps each lane's lines whole.
+# (.ci/run installs them); without root it skips.
 .PHONY: test
 test: ## Run every test: unit, envtest against a real API server, the root-only ones and a real node's.
 	$(K8S_BINARIES) $(K8S_TEST_BINARIES) node
 	@if [ "$$(id -u)" -eq 0 ] && command -v mmdebstrap >/dev/null; then $(MAKE) images-databases; \
 	else echo "make test: not root or no mmdebstrap: the MariaDB 11.8 and MySQL 9.7 lanes skip (make images-databases)"; fi
-	$(MAKE) -j2 -Oline test-packages test-realnode
+	$(MAKE) -j2 test-packages test-realnode
 
 .PHONY: test-packages
 test-packages: ## Run every test but the real node's, one package at a time.

@@ -24,6 +24,7 @@ import (
 	"github.com/dbtune/scratch-operator/api/buildinfo"
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers"
+	"github.com/dbtune/scratch-operator/controllers/fleetcache"
 	"github.com/dbtune/scratch-operator/controllers/readaheadstatus"
 )
 
@@ -149,7 +150,8 @@ func run(ctx context.Context, opts options) error {
 	if err := setRateLimit(cfg, opts.qps, opts.burst); err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, managerOptions(scheme, opts))
+	informers := &fleetcache.Informers{}
+	mgr, err := ctrl.NewManager(cfg, managerOptions(scheme, opts, informers))
 	if err != nil {
 		return fmt.Errorf("failed to create the manager: %w", err)
 	}
@@ -162,6 +164,7 @@ func run(ctx context.Context, opts options) error {
 		MaintenanceWindows:      opts.windows,
 		MaxInFlight:             opts.maxInFlight,
 		ProgressDeadline:        opts.progressDeadline,
+		Informers:               informers,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("failed to set up the ScratchVolume controller: %w", err)
@@ -179,8 +182,9 @@ func run(ctx context.Context, opts options) error {
 	return mgr.Start(ctx)
 }
 
-// managerOptions are the manager's options as the flags set them.
-func managerOptions(scheme *runtime.Scheme, opts options) ctrl.Options {
+// managerOptions are the manager's options as the flags set them; its cache makes its informers
+// through informers.
+func managerOptions(scheme *runtime.Scheme, opts options, informers *fleetcache.Informers) ctrl.Options {
 	o := ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
@@ -192,7 +196,7 @@ func managerOptions(scheme *runtime.Scheme, opts options) ctrl.Options {
 		LeaseDuration:           &opts.leaseDuration,
 		RenewDeadline:           &opts.renewDeadline,
 		RetryPeriod:             &opts.retryPeriod,
-		Cache:                   controllers.CacheOptions(splitList(opts.namespaces)),
+		Cache:                   controllers.CacheOptions(splitList(opts.namespaces), informers),
 	}
 	if opts.syncPeriod > 0 {
 		o.Cache.SyncPeriod = &opts.syncPeriod

@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+
+	"github.com/dbtune/scratch-operator/controllers/fleetcache"
 )
 
 func TestSetRateLimit(t *testing.T) {
@@ -59,7 +61,7 @@ func TestManagerOptionsFromFlags(t *testing.T) {
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatalf("Parse(%q): %v", tc.args, err)
 			}
-			o := managerOptions(runtime.NewScheme(), opts)
+			o := managerOptions(runtime.NewScheme(), opts, &fleetcache.Informers{})
 			if o.PprofBindAddress != tc.wantPprof {
 				t.Errorf("PprofBindAddress with %q = %q, want %q", tc.args, o.PprofBindAddress, tc.wantPprof)
 			}
@@ -106,7 +108,7 @@ func TestLeaderElectionTimings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o := managerOptions(runtime.NewScheme(), opts); o.LeaseDuration == nil || *o.LeaseDuration != tc.lease {
+			if o := managerOptions(runtime.NewScheme(), opts, &fleetcache.Informers{}); o.LeaseDuration == nil || *o.LeaseDuration != tc.lease {
 				t.Errorf("LeaseDuration with %q = %v, want %s", tc.args, o.LeaseDuration, tc.lease)
 			}
 		})

@@ -24,9 +24,12 @@ import (
 // CacheOptions keep the manager's informer caches small at scale: managedFields are dropped (the
 // controller compares the entries it owns, not field sets), StatefulSets keep only what every
 // reconcile reads of them (fleetcache.TrimStatefulSet), and only the ConfigMaps the controller
-// made are cached, not every ConfigMap in the cluster. An empty namespaces list watches all.
-func CacheOptions(namespaces []string) cache.Options {
+// made are cached, not every ConfigMap in the cluster. An empty namespaces list watches all. The
+// cache's informers are made through informers, which the ScratchVolume controller reads its
+// indexes from (ScratchVolumeReconciler.Informers).
+func CacheOptions(namespaces []string, informers *fleetcache.Informers) cache.Options {
 	o := cache.Options{
+		NewInformer:      informers.NewInformer,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: {

@@ -22,7 +22,7 @@ func (r *ScratchVolumeReconciler) finalize(ctx context.Context, sv *v1alpha1.Scr
 	if !controllerutil.ContainsFinalizer(sv, v1alpha1.ScratchVolumeFinalizer) {
 		return nil
 	}
-	injected, err := r.injectedBy(ctx, sv)
+	injected, err := r.injectedBy(sv)
 	if err != nil {
 		return err
 	}

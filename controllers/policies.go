@@ -11,11 +11,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/fleetcache"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 )
 
@@ -31,7 +34,7 @@ type namespaceView struct {
 }
 
 func (r *ScratchVolumeReconciler) namespaceView(ctx context.Context, namespace string) (namespaceView, error) {
-	sel, err := r.selectorsIn(ctx, namespace)
+	sel, err := r.selectorsIn(namespace)
 	if err != nil {
 		return namespaceView{}, err
 	}
@@ -56,8 +59,8 @@ func (r *ScratchVolumeReconciler) admissionRules(ctx context.Context, namespace 
 }
 
 // scratchVolumesInNamespace maps a change of a namespace's rules to every ScratchVolume there.
-func (r *ScratchVolumeReconciler) scratchVolumesInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	svs, err := r.cachedScratchVolumes(ctx, o.GetNamespace(), "")
+func (r *ScratchVolumeReconciler) scratchVolumesInNamespace(_ context.Context, o client.Object) []reconcile.Request {
+	svs, err := fleetcache.ByIndex[*v1alpha1.ScratchVolume](r.Informers, toolscache.NamespaceIndex, o.GetNamespace())
 	if err != nil {
 		return nil
 	}

@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,14 +60,13 @@ type ScratchVolumeReconciler struct {
 	// ProgressDeadline is how long a target may stay in flight when the ScratchVolume sets no
 	// spec.rollout.progressDeadline (default decide.DefaultProgressDeadline).
 	ProgressDeadline time.Duration
+	// Informers are the informers of the manager's cache, whose indexes the controller reads: the
+	// cache must be made with CacheOptions and these Informers.
+	Informers *fleetcache.Informers
 	// MissingPodsGrace is how long a rolling target may miss a pod, with no FailedCreate Event
 	// to say why, before its rollout is taken for refused and put back (default
 	// DefaultMissingPodsGrace).
 	MissingPodsGrace time.Duration
-
-	// statefulSets and scratchVolumes are the cache's indexers of those kinds, when it gives them
-	// (statefulSetIndexer, scratchVolumeIndexer).
-	statefulSets, scratchVolumes toolscache.Indexer
 
 	// workers bounds the target syncs in flight across all reconciles (acquireWorker).
 	workers     chan struct{}
@@ -229,22 +227,14 @@ func (r *ScratchVolumeReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	if r.Informers == nil {
+		return errors.New("the ScratchVolume controller has no Informers: make the manager's cache with CacheOptions and give the controller the same Informers")
+	}
 	if err := setupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	if r.statefulSets == nil {
-		ix, err := statefulSetIndexer(ctx, mgr.GetCache())
-		if err != nil {
-			return err
-		}
-		r.statefulSets = ix
-	}
-	if r.scratchVolumes == nil {
-		ix, err := scratchVolumeIndexer(ctx, mgr.GetCache())
-		if err != nil {
-			return err
-		}
-		r.scratchVolumes = ix
+	if err := addIndexes(ctx, mgr.GetCache()); err != nil {
+		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ScratchVolume{}, builder.WithPredicates(predicate.Or(

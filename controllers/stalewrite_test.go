@@ -67,7 +67,7 @@ func TestStaleWriteInABatchIsNoError(t *testing.T) {
 						return nil // the write went through; the fake client has no server-side apply
 					},
 				}).Build()
-			r := &ScratchVolumeReconciler{Client: c, APIReader: c, Recorder: &eventCapture{}}
+			r := &ScratchVolumeReconciler{Client: c, APIReader: c, Recorder: &eventCapture{}, Informers: cachedIn(t, nil, objs...)}
 			result, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&sv)})
 			if err != nil {
 				t.Fatalf("Reconcile returned %v, which controller-runtime logs with a stack trace; want a quiet retry", err)

@@ -116,7 +116,7 @@ func (r *ScratchVolumeReconciler) acquireWorker(ctx context.Context) (release fu
 // sv's entries from it (sv no longer selects it, or sv is being deleted), as far as the rollout budget allows:
 // errRevertsWaiting says some wait for the targets in flight.
 func (r *ScratchVolumeReconciler) revertDropped(ctx context.Context, sv *v1alpha1.ScratchVolume, keep []*appsv1.StatefulSet, rollouts *rolloutBudget) error {
-	injected, err := r.injectedBy(ctx, sv)
+	injected, err := r.injectedBy(sv)
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 	if r.written.Behind(sts) {
 		return nil, fmt.Errorf("StatefulSet %s/%s at generation %d: %w", sts.Namespace, sts.Name, sts.Generation, errCacheBehind)
 	}
-	svs, err := r.scratchVolumesFor(ctx, sts, view.selectors)
+	svs, err := r.scratchVolumesFor(sts, view.selectors)
 	if err != nil {
 		return nil, err
 	}

@@ -22,63 +22,81 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers/decide"
+	"github.com/dbtune/scratch-operator/controllers/fleetcache"
 	"github.com/dbtune/scratch-operator/controllers/inject"
 )
 
-// Field indexes. They let a StatefulSet event find its ScratchVolumes, and a ScratchVolume find the
-// StatefulSets it injected, without listing a namespace.
+// Indexes added to the StatefulSet and ScratchVolume informers (addIndexes), keyed by namespace
+// like client-go's namespace index: they let a StatefulSet event find its ScratchVolumes, and a
+// ScratchVolume find the StatefulSets it injected, without listing a namespace.
 const (
-	// indexTargetName indexes ScratchVolumes by spec.target.name.
-	indexTargetName = "spec.target.name"
-	// indexHasSelector indexes ScratchVolumes that select by label ("true").
-	indexHasSelector = "spec.target.selector"
-	// indexInjectedBy indexes StatefulSets by the ScratchVolumes whose annotation they carry.
+	// indexInjectedBy files StatefulSets under namespace/name of each ScratchVolume whose
+	// injection they carry.
 	indexInjectedBy = "dbtune.io/injected-by"
-	// indexerInjectedBy is the same index, namespace/name, in the StatefulSet informer's indexer
-	// (statefulSetIndexer).
-	indexerInjectedBy = "dbtune.io/injected-by-namespaced"
-	// indexerTargetName and indexerSelectorIn index ScratchVolumes in their informer's indexer
-	// (scratchVolumeIndexer) as indexTargetName and indexHasSelector do in the cache, by
-	// namespace/target name and by the namespace of those that select by label.
-	indexerTargetName = "dbtune.io/target-name-namespaced"
-	indexerSelectorIn = "dbtune.io/selector-namespace"
+	// indexTargetName files ScratchVolumes under namespace/spec.target.name.
+	indexTargetName = "dbtune.io/target-name"
+	// indexSelectorIn files the ScratchVolumes that select by label under their namespace.
+	indexSelectorIn = "dbtune.io/selector-in"
 )
 
-func setupIndexes(ctx context.Context, fi client.FieldIndexer) error {
-	for _, ix := range fieldIndexes() {
-		if err := fi.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
-			return fmt.Errorf("failed to index %T by %s: %w", ix.obj, ix.field, err)
+// informerIndex is the indexes addIndexes adds to the informer of obj's kind.
+type informerIndex struct {
+	obj      client.Object
+	indexers toolscache.Indexers
+}
+
+func informerIndexes() []informerIndex {
+	return []informerIndex{
+		{&appsv1.StatefulSet{}, toolscache.Indexers{indexInjectedBy: func(obj any) ([]string, error) {
+			sts, ok := obj.(*appsv1.StatefulSet)
+			if !ok {
+				return nil, nil
+			}
+			names := inject.ScratchVolumes(&sts.Spec.Template)
+			for i, name := range names {
+				names[i] = sts.Namespace + "/" + name
+			}
+			return names, nil
+		}}},
+		{&v1alpha1.ScratchVolume{}, toolscache.Indexers{
+			indexTargetName: func(obj any) ([]string, error) {
+				if sv, ok := obj.(*v1alpha1.ScratchVolume); ok && sv.Spec.Target.Name != "" {
+					return []string{sv.Namespace + "/" + sv.Spec.Target.Name}, nil
+				}
+				return nil, nil
+			},
+			indexSelectorIn: func(obj any) ([]string, error) {
+				if sv, ok := obj.(*v1alpha1.ScratchVolume); ok && sv.Spec.Target.Selector != nil {
+					return []string{sv.Namespace}, nil
+				}
+				return nil, nil
+			},
+		}},
+	}
+}
+
+// addIndexes adds the indexes to the cache's informers: to each namespace's, when the cache
+// watches a few.
+func addIndexes(ctx context.Context, c cache.Cache) error {
+	for _, ix := range informerIndexes() {
+		inf, err := c.GetInformer(ctx, ix.obj)
+		if err != nil {
+			return fmt.Errorf("failed to get the %T informer: %w", ix.obj, err)
+		}
+		if err := inf.AddIndexers(ix.indexers); err != nil {
+			return fmt.Errorf("failed to index %T: %w", ix.obj, err)
 		}
 	}
 	return nil
 }
 
-// fieldIndex is one of the cache's field indexes.
-type fieldIndex struct {
-	obj   client.Object
-	field string
-	fn    client.IndexerFunc
-}
-
-func fieldIndexes() []fieldIndex {
-	return []fieldIndex{
-		{&v1alpha1.ScratchVolume{}, indexTargetName, func(o client.Object) []string {
-			if n := o.(*v1alpha1.ScratchVolume).Spec.Target.Name; n != "" {
-				return []string{n}
-			}
-			return nil
-		}},
-		{&v1alpha1.ScratchVolume{}, indexHasSelector, func(o client.Object) []string {
-			if o.(*v1alpha1.ScratchVolume).Spec.Target.Selector != nil {
-				return []string{"true"}
-			}
-			return nil
-		}},
-		{&appsv1.StatefulSet{}, indexInjectedBy, func(o client.Object) []string {
-			return inject.ScratchVolumes(&o.(*appsv1.StatefulSet).Spec.Template)
-		}},
-		{&v1alpha1.NodeIOProfile{}, indexObservedScratchVolumes, observedScratchVolumes},
+// setupIndexes adds the cache's field index of NodeIOProfiles, which status.go lists by the
+// ScratchVolumes they observe: a few objects, one per node, each read with its usage.
+func setupIndexes(ctx context.Context, fi client.FieldIndexer) error {
+	if err := fi.IndexField(ctx, &v1alpha1.NodeIOProfile{}, indexObservedScratchVolumes, observedScratchVolumes); err != nil {
+		return fmt.Errorf("failed to index NodeIOProfiles by %s: %w", indexObservedScratchVolumes, err)
 	}
+	return nil
 }
 
 // targets lists the StatefulSets sv selects now, sorted by name. They are the cache's own objects,
@@ -100,7 +118,7 @@ func (r *ScratchVolumeReconciler) targets(ctx context.Context, sv *v1alpha1.Scra
 	if err != nil {
 		return nil, &invalidSelectorError{err: err}
 	}
-	targets, err := r.cachedStatefulSets(ctx, sv.Namespace, "", sel)
+	targets, err := r.cachedStatefulSets(sv.Namespace, "", sel)
 	if err != nil {
 		return nil, fmt.Errorf("failed to list StatefulSets in %s: %w", sv.Namespace, err)
 	}
@@ -110,8 +128,8 @@ func (r *ScratchVolumeReconciler) targets(ctx context.Context, sv *v1alpha1.Scra
 
 // injectedBy lists the StatefulSets that carry sv's injection, the cache's own objects, to read
 // only.
-func (r *ScratchVolumeReconciler) injectedBy(ctx context.Context, sv *v1alpha1.ScratchVolume) ([]*appsv1.StatefulSet, error) {
-	injected, err := r.cachedStatefulSets(ctx, sv.Namespace, sv.Name, labels.Everything())
+func (r *ScratchVolumeReconciler) injectedBy(sv *v1alpha1.ScratchVolume) ([]*appsv1.StatefulSet, error) {
+	injected, err := r.cachedStatefulSets(sv.Namespace, sv.Name, labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("failed to list StatefulSets injected by ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
 	}
@@ -119,130 +137,33 @@ func (r *ScratchVolumeReconciler) injectedBy(ctx context.Context, sv *v1alpha1.S
 }
 
 // cachedStatefulSets returns the cache's own StatefulSets of namespace that sel matches and, unless
-// injectedBy is empty, that carry the injection of that ScratchVolume. They come from the
-// informer's indexer when the cache gives it (statefulSetIndexer): a List copies every object into
-// its items, 1.3 KB a StatefulSet, and each reconcile of a selector read all its targets twice.
-func (r *ScratchVolumeReconciler) cachedStatefulSets(ctx context.Context, namespace, injectedBy string, sel labels.Selector) ([]*appsv1.StatefulSet, error) {
-	var out []*appsv1.StatefulSet
-	if r.statefulSets != nil {
-		index, key := toolscache.NamespaceIndex, namespace
-		if injectedBy != "" {
-			index, key = indexerInjectedBy, namespace+"/"+injectedBy
-		}
-		objs, err := r.statefulSets.ByIndex(index, key)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			if sts, ok := o.(*appsv1.StatefulSet); ok && sel.Matches(labels.Set(sts.Labels)) {
-				out = append(out, sts)
-			}
-		}
-		return out, nil
-	}
-	opts := []client.ListOption{client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy}
+// injectedBy is empty, that carry the injection of that ScratchVolume.
+func (r *ScratchVolumeReconciler) cachedStatefulSets(namespace, injectedBy string, sel labels.Selector) ([]*appsv1.StatefulSet, error) {
+	index, key := toolscache.NamespaceIndex, namespace
 	if injectedBy != "" {
-		opts = append(opts, client.MatchingFields{indexInjectedBy: injectedBy})
+		index, key = indexInjectedBy, namespace+"/"+injectedBy
 	}
-	list := &appsv1.StatefulSetList{}
-	if err := r.List(ctx, list, opts...); err != nil {
-		return nil, err
+	found, err := fleetcache.ByIndex[*appsv1.StatefulSet](r.Informers, index, key)
+	if err != nil || sel.Empty() {
+		return found, err
 	}
-	for i := range list.Items {
-		out = append(out, &list.Items[i])
+	out := found[:0]
+	for _, sts := range found {
+		if sel.Matches(labels.Set(sts.Labels)) {
+			out = append(out, sts)
+		}
 	}
 	return out, nil
-}
-
-// statefulSetIndexer is the indexer of the cache's StatefulSet informer, with an index of the
-// injected StatefulSets by namespace/ScratchVolume beside client-go's namespace index, or nil when
-// the cache does not give its informers' indexers: cachedStatefulSets then lists.
-func statefulSetIndexer(ctx context.Context, c cache.Cache) (toolscache.Indexer, error) {
-	return informerIndexer(ctx, c, &appsv1.StatefulSet{}, toolscache.Indexers{indexerInjectedBy: func(obj any) ([]string, error) {
-		sts, ok := obj.(*appsv1.StatefulSet)
-		if !ok {
-			return nil, nil
-		}
-		names := inject.ScratchVolumes(&sts.Spec.Template)
-		for i, name := range names {
-			names[i] = sts.Namespace + "/" + name
-		}
-		return names, nil
-	}})
-}
-
-// scratchVolumeIndexer is the indexer of the cache's ScratchVolume informer, with indexes of the
-// ScratchVolumes by the StatefulSet they name and of those that select by label, or nil when the
-// cache does not give its informers' indexers: cachedScratchVolumes then lists.
-func scratchVolumeIndexer(ctx context.Context, c cache.Cache) (toolscache.Indexer, error) {
-	return informerIndexer(ctx, c, &v1alpha1.ScratchVolume{}, toolscache.Indexers{
-		indexerTargetName: func(obj any) ([]string, error) {
-			if sv, ok := obj.(*v1alpha1.ScratchVolume); ok && sv.Spec.Target.Name != "" {
-				return []string{sv.Namespace + "/" + sv.Spec.Target.Name}, nil
-			}
-			return nil, nil
-		},
-		indexerSelectorIn: func(obj any) ([]string, error) {
-			if sv, ok := obj.(*v1alpha1.ScratchVolume); ok && sv.Spec.Target.Selector != nil {
-				return []string{sv.Namespace}, nil
-			}
-			return nil, nil
-		},
-	})
-}
-
-// informerIndexer is the indexer of the cache's informer of obj's kind with indexers added, or nil
-// when the cache does not give its informers' indexers (one restricted to a few namespaces holds
-// an informer per namespace).
-func informerIndexer(ctx context.Context, c cache.Cache, obj client.Object, indexers toolscache.Indexers) (toolscache.Indexer, error) {
-	inf, err := c.GetInformer(ctx, obj)
-	if err != nil {
-		return nil, fmt.Errorf("failed to get the %T informer: %w", obj, err)
-	}
-	indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
-	if !ok {
-		return nil, nil
-	}
-	if err := inf.AddIndexers(indexers); err != nil {
-		return nil, fmt.Errorf("failed to index %T: %w", obj, err)
-	}
-	return indexed.GetIndexer(), nil
 }
 
 // cachedScratchVolumes returns the cache's own ScratchVolumes of namespace that name target, or,
-// with target empty, those that select by label. They come from the informer's indexer when the
-// cache gives it (scratchVolumeIndexer): every target of every reconcile looks up its
-// ScratchVolumes, and a List allocates a list and a copy of each (568 B) every time.
-func (r *ScratchVolumeReconciler) cachedScratchVolumes(ctx context.Context, namespace, target string) ([]*v1alpha1.ScratchVolume, error) {
-	var out []*v1alpha1.ScratchVolume
-	if r.scratchVolumes != nil {
-		index, key := indexerSelectorIn, namespace
-		if target != "" {
-			index, key = indexerTargetName, namespace+"/"+target
-		}
-		objs, err := r.scratchVolumes.ByIndex(index, key)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			if sv, ok := o.(*v1alpha1.ScratchVolume); ok {
-				out = append(out, sv)
-			}
-		}
-		return out, nil
-	}
-	field, value := indexHasSelector, "true"
+// with target empty, those that select by label.
+func (r *ScratchVolumeReconciler) cachedScratchVolumes(namespace, target string) ([]*v1alpha1.ScratchVolume, error) {
+	index, key := indexSelectorIn, namespace
 	if target != "" {
-		field, value = indexTargetName, target
+		index, key = indexTargetName, namespace+"/"+target
 	}
-	list := &v1alpha1.ScratchVolumeList{}
-	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{field: value}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	for i := range list.Items {
-		out = append(out, &list.Items[i])
-	}
-	return out, nil
+	return fleetcache.ByIndex[*v1alpha1.ScratchVolume](r.Informers, index, key)
 }
 
 // selectors are the ScratchVolumes of one namespace that select by label, read once for all the
@@ -256,8 +177,8 @@ type selectors struct {
 	parsed []labels.Selector
 }
 
-func (r *ScratchVolumeReconciler) selectorsIn(ctx context.Context, namespace string) (selectors, error) {
-	items, err := r.cachedScratchVolumes(ctx, namespace, "")
+func (r *ScratchVolumeReconciler) selectorsIn(namespace string) (selectors, error) {
+	items, err := r.cachedScratchVolumes(namespace, "")
 	if err != nil {
 		return selectors{}, fmt.Errorf("failed to list ScratchVolumes in %s: %w", namespace, err)
 	}
@@ -280,11 +201,11 @@ func (sel selectors) selects(i int, sts *appsv1.StatefulSet) bool {
 // looked up through the index. They are the cache's own objects, to read only: it runs for every
 // target of every reconcile and every StatefulSet event, and a selector's status lists all its
 // targets.
-func (r *ScratchVolumeReconciler) scratchVolumesFor(ctx context.Context, sts *appsv1.StatefulSet, sel selectors) ([]*v1alpha1.ScratchVolume, error) {
+func (r *ScratchVolumeReconciler) scratchVolumesFor(sts *appsv1.StatefulSet, sel selectors) ([]*v1alpha1.ScratchVolume, error) {
 	if sel.namespace != sts.Namespace {
 		return nil, fmt.Errorf("ScratchVolumes of namespace %s looked up for StatefulSet %s/%s", sel.namespace, sts.Namespace, sts.Name)
 	}
-	byName, err := r.cachedScratchVolumes(ctx, sts.Namespace, sts.Name)
+	byName, err := r.cachedScratchVolumes(sts.Namespace, sts.Name)
 	if err != nil {
 		return nil, fmt.Errorf("failed to list ScratchVolumes for StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 	}
@@ -305,7 +226,7 @@ func (r *ScratchVolumeReconciler) scratchVolumesFor(ctx context.Context, sts *ap
 
 // scratchVolumesForStatefulSet maps a StatefulSet event to the ScratchVolumes that select it or whose
 // entries it carries (so that a relabelled StatefulSet is reverted).
-func (r *ScratchVolumeReconciler) scratchVolumesForStatefulSet(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *ScratchVolumeReconciler) scratchVolumesForStatefulSet(_ context.Context, o client.Object) []reconcile.Request {
 	sts, ok := o.(*appsv1.StatefulSet)
 	if !ok {
 		return nil
@@ -314,10 +235,10 @@ func (r *ScratchVolumeReconciler) scratchVolumesForStatefulSet(ctx context.Conte
 	for _, n := range inject.ScratchVolumes(&sts.Spec.Template) {
 		names[n] = true
 	}
-	sel, err := r.selectorsIn(ctx, sts.Namespace)
+	sel, err := r.selectorsIn(sts.Namespace)
 	if err == nil {
 		var svs []*v1alpha1.ScratchVolume
-		if svs, err = r.scratchVolumesFor(ctx, sts, sel); err == nil {
+		if svs, err = r.scratchVolumesFor(sts, sel); err == nil {
 			for _, sv := range svs {
 				names[sv.Name] = true
 			}

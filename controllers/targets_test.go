@@ -3,7 +3,9 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,30 +15,20 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
+	"github.com/dbtune/scratch-operator/controllers/fleetcache"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
-// informerCache is a cache that gives one informer.
-type informerCache struct {
-	cache.Cache
-	informer cache.Informer
-}
-
-func (c informerCache) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
-	return c.informer, nil
-}
-
-// TestCachedStatefulSetsReadTheIndexer checks that the StatefulSets a reconcile reads through the
-// informer's indexer (no copies) are those it read through a List of the cache (a copy of each),
-// for every namespace, label selector and injecting ScratchVolume of a mixed set: the index of
-// injected StatefulSets added to the informer keys them as the cache's field index does.
-func TestCachedStatefulSetsReadTheIndexer(t *testing.T) {
+// TestCachedStatefulSetsReadTheIndexes checks that the StatefulSets a reconcile reads through the
+// informers' indexes are those of the namespace, label selector and injecting ScratchVolume asked
+// for, in a mixed set, from a cache that watches every namespace (one informer) and from one that
+// watches a few (one informer per namespace); and that they are the cache's own objects.
+func TestCachedStatefulSetsReadTheIndexes(t *testing.T) {
 	var objs []client.Object
 	for i := range 24 {
 		sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%3), Name: fmt.Sprintf("db-%02d", i),
@@ -51,46 +43,48 @@ func TestCachedStatefulSetsReadTheIndexer(t *testing.T) {
 		sts.Spec.Template.Annotations = annotations
 		objs = append(objs, sts)
 	}
-	informer, indexer := indexedInformer(t, &appsv1.StatefulSet{}, statefulSetIndexer, objs)
-	indexed, listed := &ScratchVolumeReconciler{statefulSets: indexer}, &ScratchVolumeReconciler{Client: fallbackCache(t, objs)}
-
-	names := func(r *ScratchVolumeReconciler, ns, sv string, sel labels.Selector) []string {
-		t.Helper()
-		got, err := r.cachedStatefulSets(context.Background(), ns, sv, sel)
-		return sortedNames(t, got, err)
-	}
-	found := 0
-	for _, ns := range []string{"ns-0", "ns-1", "ns-2", "ns-3"} {
-		for _, sv := range []string{"", "tmp", "other", "none"} {
-			for _, sel := range []labels.Selector{labels.Everything(), labels.SelectorFromSet(labels.Set{"tier": "db"})} {
-				want, got := names(listed, ns, sv, sel), names(indexed, ns, sv, sel)
-				if !slices.Equal(want, got) {
-					t.Errorf("namespace %s, injected by %q, selector %q: the indexer gave %v, a List %v", ns, sv, sel, got, want)
-				}
-				found += len(got)
+	// want is the brute-force answer.
+	want := func(ns, sv string, sel labels.Selector) []string {
+		var out []string
+		for _, o := range objs {
+			sts := o.(*appsv1.StatefulSet)
+			_, injected := sts.Spec.Template.Annotations[v1alpha1.InjectionAnnotationPrefix+sv]
+			if sts.Namespace == ns && sel.Matches(labels.Set(sts.Labels)) && (sv == "" || injected) {
+				out = append(out, sts.Name)
 			}
 		}
+		slices.Sort(out)
+		return out
 	}
-	if found == 0 {
-		t.Fatal("nothing found: the comparison proves nothing")
-	}
-	// The indexer's objects are the cache's own: no copies.
-	got, _ := indexed.cachedStatefulSets(context.Background(), "ns-0", "", labels.Everything())
-	if item, _, _ := indexer.Get(got[0]); item != got[0] {
-		t.Error("the indexer's StatefulSets were copied")
-	}
-
-	// A cache that does not give its indexers (one per namespace) leaves the List.
-	if ix, err := statefulSetIndexer(context.Background(), informerCache{informer: noIndexer{informer}}); err != nil || ix != nil {
-		t.Errorf("an indexer from a cache that gives none: %v, %v", ix, err)
+	for _, namespaces := range [][]string{nil, {"ns-0", "ns-1", "ns-2"}} {
+		r := &ScratchVolumeReconciler{Informers: cachedIn(t, namespaces, objs...)}
+		found := 0
+		for _, ns := range []string{"ns-0", "ns-1", "ns-2", "ns-3"} {
+			for _, sv := range []string{"", "tmp", "other", "none"} {
+				for _, sel := range []labels.Selector{labels.Everything(), labels.SelectorFromSet(labels.Set{"tier": "db"})} {
+					got, err := r.cachedStatefulSets(ns, sv, sel)
+					if names := sortedNames(t, got, err); !slices.Equal(names, want(ns, sv, sel)) {
+						t.Errorf("informers per namespace %v: namespace %s, injected by %q, selector %q: got %v, want %v",
+							namespaces, ns, sv, sel, names, want(ns, sv, sel))
+					}
+					found += len(got)
+				}
+			}
+		}
+		if found == 0 {
+			t.Fatal("nothing found: the comparison proves nothing")
+		}
+		got, _ := r.cachedStatefulSets("ns-0", "", labels.Everything())
+		if !slices.ContainsFunc(objs, func(o client.Object) bool { return o == got[0] }) {
+			t.Error("the cache's StatefulSets were copied")
+		}
 	}
 }
 
-// TestCachedScratchVolumesReadTheIndexer checks that the ScratchVolumes a sync looks up through
-// the informer's indexer (no copies) are those a List of the cache gives (a copy of each), for
-// every namespace and target name of a mix of ScratchVolumes that name a StatefulSet and that
-// select by label.
-func TestCachedScratchVolumesReadTheIndexer(t *testing.T) {
+// TestCachedScratchVolumesReadTheIndexes checks that the ScratchVolumes a sync looks up through the
+// informers' indexes are those of the namespace that name the target, or that select by label,
+// from a cache that watches every namespace and from one that watches a few.
+func TestCachedScratchVolumesReadTheIndexes(t *testing.T) {
 	var objs []client.Object
 	for i := range 18 {
 		sv := &v1alpha1.ScratchVolume{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%3), Name: fmt.Sprintf("tmp-%02d", i)}}
@@ -101,56 +95,80 @@ func TestCachedScratchVolumesReadTheIndexer(t *testing.T) {
 		}
 		objs = append(objs, sv)
 	}
-	informer, indexer := indexedInformer(t, &v1alpha1.ScratchVolume{}, scratchVolumeIndexer, objs)
-	indexed, listed := &ScratchVolumeReconciler{scratchVolumes: indexer}, &ScratchVolumeReconciler{Client: fallbackCache(t, objs)}
-	names := func(r *ScratchVolumeReconciler, ns, target string) []string {
-		t.Helper()
-		got, err := r.cachedScratchVolumes(context.Background(), ns, target)
-		return sortedNames(t, got, err)
-	}
-	found := map[bool]int{}
-	for _, ns := range []string{"ns-0", "ns-1", "ns-2", "ns-3"} {
-		for _, target := range []string{"", "db-0", "db-2", "db-1", "none"} {
-			want, got := names(listed, ns, target), names(indexed, ns, target)
-			if !slices.Equal(want, got) {
-				t.Errorf("namespace %s, target %q: the indexer gave %v, a List %v", ns, target, got, want)
+	want := func(ns, target string) []string {
+		var out []string
+		for _, o := range objs {
+			sv := o.(*v1alpha1.ScratchVolume)
+			if sv.Namespace == ns && ((target == "" && sv.Spec.Target.Selector != nil) || (target != "" && sv.Spec.Target.Name == target)) {
+				out = append(out, sv.Name)
 			}
-			found[target == ""] += len(got)
 		}
+		slices.Sort(out)
+		return out
 	}
-	if found[true] == 0 || found[false] == 0 {
-		t.Fatalf("selectors or named ScratchVolumes never found (%v): the comparison proves nothing", found)
-	}
-	got, _ := indexed.cachedScratchVolumes(context.Background(), "ns-1", "")
-	if item, _, _ := indexer.Get(got[0]); item != got[0] {
-		t.Error("the indexer's ScratchVolumes were copied")
-	}
-	if ix, err := scratchVolumeIndexer(context.Background(), informerCache{informer: noIndexer{informer}}); err != nil || ix != nil {
-		t.Errorf("an indexer from a cache that gives none: %v, %v", ix, err)
+	for _, namespaces := range [][]string{nil, {"ns-0", "ns-1", "ns-2"}} {
+		r := &ScratchVolumeReconciler{Informers: cachedIn(t, namespaces, objs...)}
+		found := map[bool]int{}
+		for _, ns := range []string{"ns-0", "ns-1", "ns-2", "ns-3"} {
+			for _, target := range []string{"", "db-0", "db-2", "db-1", "none"} {
+				got, err := r.cachedScratchVolumes(ns, target)
+				if names := sortedNames(t, got, err); !slices.Equal(names, want(ns, target)) {
+					t.Errorf("informers per namespace %v: namespace %s, target %q: got %v, want %v", namespaces, ns, target, names, want(ns, target))
+				}
+				found[target == ""] += len(got)
+			}
+		}
+		if found[true] == 0 || found[false] == 0 {
+			t.Fatalf("selectors or named ScratchVolumes never found (%v): the comparison proves nothing", found)
+		}
+		// A change of a namespace's rules reaches every ScratchVolume there, however it selects.
+		reqs := r.scratchVolumesInNamespace(context.Background(), &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-1"}})
+		if len(reqs) != 6 {
+			t.Errorf("a LimitRange change in ns-1 reconciles %d ScratchVolumes, want its 6", len(reqs))
+		}
 	}
 }
 
-// indexedInformer is an informer of obj's kind that lists and watches nothing, with the indexer
-// setup gives for it (with its indexes added) holding objs.
-func indexedInformer(t *testing.T, obj client.Object, setup func(context.Context, cache.Cache) (toolscache.Indexer, error),
-	objs []client.Object) (toolscache.SharedIndexInformer, toolscache.Indexer) {
-	t.Helper()
-	informer := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{
-		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			return &metav1.List{}, nil
-		},
-		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
-	}, obj, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
-	indexer, err := setup(context.Background(), informerCache{informer: informer})
-	if err != nil || indexer == nil {
-		t.Fatalf("no indexer from a cache that gives one: %v", err)
+// TestReadsWithoutTheCachesInformers: a controller whose Informers did not make the cache's
+// informers says so instead of finding nothing.
+func TestReadsWithoutTheCachesInformers(t *testing.T) {
+	r := &ScratchVolumeReconciler{Informers: &fleetcache.Informers{}}
+	if _, err := r.cachedStatefulSets("ns", "", labels.Everything()); err == nil || !strings.Contains(err.Error(), "no informer") {
+		t.Errorf("reading without informers: %v, want an error naming the cause", err)
 	}
-	for _, o := range objs {
-		if err := indexer.Add(o); err != nil {
-			t.Fatal(err)
+}
+
+// cachedIn is the informers of a cache that holds objs with the controller's indexes: one
+// informer of each kind, or, with namespaces, one of each kind per namespace, as a manager
+// restricted to those namespaces has. The informers list and watch nothing.
+func cachedIn(t *testing.T, namespaces []string, objs ...client.Object) *fleetcache.Informers {
+	t.Helper()
+	in := &fleetcache.Informers{}
+	scopes := namespaces
+	if len(scopes) == 0 {
+		scopes = []string{""}
+	}
+	for _, ix := range informerIndexes() {
+		for _, ns := range scopes {
+			informer := in.NewInformer(&toolscache.ListWatch{
+				ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+					return &metav1.List{}, nil
+				},
+				WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+			}, ix.obj, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+			if err := informer.AddIndexers(ix.indexers); err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range objs {
+				if reflect.TypeOf(o) == reflect.TypeOf(ix.obj) && (ns == "" || o.GetNamespace() == ns) {
+					if err := informer.GetIndexer().Add(o); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 		}
 	}
-	return informer, indexer
+	return in
 }
 
 // sortedNames are the names of objs, sorted, from a read that failed the test if err is set.
@@ -166,16 +184,6 @@ func sortedNames[T client.Object](t *testing.T, objs []T, err error) []string {
 	slices.Sort(out)
 	return out
 }
-
-// fallbackCache is a client that reads objs as the cache's List does, with its field indexes.
-func fallbackCache(t *testing.T, objs []client.Object) client.Client {
-	return withFieldIndexes(fake.NewClientBuilder().WithScheme(schemeWithAPI(t)).WithObjects(objs...)).Build()
-}
-
-// noIndexer hides the informer's indexer.
-type noIndexer struct{ toolscache.SharedIndexInformer }
-
-func (noIndexer) GetIndexer() {}
 
 // TestStatefulSetGoneBeforeItsPlanIsRead plays a StatefulSet deleted between the cache, which
 // still has it, and the read of the whole object that plans it: the sync plans nothing, writes
@@ -214,7 +222,7 @@ func TestStatefulSetGoneBeforeItsPlanIsRead(t *testing.T) {
 	capture := &eventCapture{}
 	// The API server no longer has it.
 	gone := fake.NewClientBuilder().WithScheme(schemeWithAPI(t)).Build()
-	r := &ScratchVolumeReconciler{Client: c, APIReader: gone, Recorder: capture}
+	r := &ScratchVolumeReconciler{Client: c, APIReader: gone, Recorder: capture, Informers: cachedIn(t, nil, &sv, cached)}
 
 	view, err := r.namespaceView(ctx, cached.Namespace)
 	if err != nil {
@@ -253,10 +261,7 @@ func schemeWithAPI(t *testing.T) *runtime.Scheme {
 	return s
 }
 
-// withFieldIndexes gives a fake client the cache's field indexes (setupIndexes).
+// withFieldIndexes gives a fake client the cache's field index (setupIndexes).
 func withFieldIndexes(b *fake.ClientBuilder) *fake.ClientBuilder {
-	for _, ix := range fieldIndexes() {
-		b = b.WithIndex(ix.obj, ix.field, ix.fn)
-	}
-	return b
+	return b.WithIndex(&v1alpha1.NodeIOProfile{}, indexObservedScratchVolumes, observedScratchVolumes)
 }

@@ -48,7 +48,7 @@ func newHelm(ctx context.Context, t *testing.T, root, kubeconfig string) *helmCL
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building helm from test/helm's module: %v\n%s", err, out)
 	}
-	out, err := exec.CommandContext(ctx, "make", "-s", "-C", root, "chart").CombinedOutput()
+	out, err := makeIn(ctx, root, "-s", "chart").CombinedOutput()
 	if err != nil {
 		t.Fatalf("make chart: %v\n%s", err, out)
 	}

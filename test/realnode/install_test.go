@@ -178,7 +178,7 @@ var productImages struct {
 }
 
 func makeProductImages(ctx context.Context, root string) (tarballs []string, refs map[string]string, err error) {
-	cmd := exec.CommandContext(ctx, "make", "-C", root, "images", "PLATFORMS=linux/amd64")
+	cmd := makeIn(ctx, root, "images", "PLATFORMS=linux/amd64")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, nil, fmt.Errorf("make images: %w\n%s", err, out)
 	}
@@ -194,6 +194,19 @@ func makeProductImages(ctx context.Context, root string) (tarballs []string, ref
 		refs[database] = ref
 	}
 	return tarballs, refs, nil
+}
+
+// makeIn is make run in the repository root as a user runs it from a shell: without the flags
+// and level of the make that may run these tests (make test runs them beside another lane, with
+// -j2), which would make it print its directories and warn about the job server.
+func makeIn(ctx context.Context, root string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "make", append([]string{"-C", root}, args...)...)
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); name != "MAKEFLAGS" && name != "MFLAGS" && name != "MAKELEVEL" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	return cmd
 }
 
 // startNodeWith is startNode with options changed by change.

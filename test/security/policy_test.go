@@ -26,6 +26,7 @@ import (
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers"
 	"github.com/dbtune/scratch-operator/controllers/decide"
+	"github.com/dbtune/scratch-operator/controllers/fleetcache"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
@@ -354,11 +355,12 @@ func startOperator(t *testing.T, c *cluster) {
 func (c *cluster) runOperator() error {
 	cfg := c.impersonating(operatorUser, operatorGroups...)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{rt: rt, c: writes} })
+	informers := &fleetcache.Informers{}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testenv.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  controllers.CacheOptions(nil),
+		Cache:                  controllers.CacheOptions(nil, informers),
 	})
 	if err != nil {
 		return err
@@ -368,7 +370,7 @@ func (c *cluster) runOperator() error {
 	stopOperator = func() { cancel(); <-done }
 	r := &controllers.ScratchVolumeReconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("scratch-operator"),
-		APIReader: mgr.GetAPIReader(), MaxConcurrentReconciles: 2,
+		APIReader: mgr.GetAPIReader(), Informers: informers, MaxConcurrentReconciles: 2,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		close(done)

@@ -25,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dbtune/scratch-operator/controllers"
+	"github.com/dbtune/scratch-operator/controllers/fleetcache"
 )
 
 // Manager is a running manager.
@@ -42,15 +43,22 @@ var logOnce sync.Once
 // Start starts a manager against the API server of cfg, with its writes counted; setup, when not
 // nil, adjusts the reconciler first (a test's write-war window, version, progress deadline...).
 func Start(cfg *rest.Config, scheme *runtime.Scheme, setup func(*controllers.ScratchVolumeReconciler)) (*Manager, error) {
+	return StartIn(cfg, scheme, nil, setup)
+}
+
+// StartIn is Start for a manager that watches only namespaces, as --namespaces makes it; nil
+// watches every namespace.
+func StartIn(cfg *rest.Config, scheme *runtime.Scheme, namespaces []string, setup func(*controllers.ScratchVolumeReconciler)) (*Manager, error) {
 	logOnce.Do(func() { ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(logLevel()))) })
 	w := &Writes{n: map[key]int{}}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{rt: rt, w: w} })
+	informers := &fleetcache.Informers{}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  controllers.CacheOptions(nil),
+		Cache:                  controllers.CacheOptions(namespaces, informers),
 		// A test process may run several managers, one after the other or against several API
 		// servers.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -59,7 +67,7 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, setup func(*controllers.Scr
 		return nil, err
 	}
 	r := &controllers.ScratchVolumeReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("scratch-operator"), APIReader: mgr.GetAPIReader(),
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("scratch-operator"), APIReader: mgr.GetAPIReader(), Informers: informers,
 		MaxConcurrentReconciles: 4,
 	}
 	if setup != nil {
@@ -78,7 +86,13 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, setup func(*controllers.Scr
 // Run starts a manager for the test t and stops it when t ends.
 func Run(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, setup func(*controllers.ScratchVolumeReconciler)) *Manager {
 	t.Helper()
-	m, err := Start(cfg, scheme, setup)
+	return RunIn(t, cfg, scheme, nil, setup)
+}
+
+// RunIn is Run for a manager that watches only namespaces (StartIn).
+func RunIn(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, namespaces []string, setup func(*controllers.ScratchVolumeReconciler)) *Manager {
+	t.Helper()
+	m, err := StartIn(cfg, scheme, namespaces, setup)
 	if err != nil {
 		t.Fatalf("failed to start the manager: %v", err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/dbtune/scratch-operator/api/v1alpha1"
 	"github.com/dbtune/scratch-operator/controllers"
+	"github.com/dbtune/scratch-operator/controllers/fleetcache"
 	"github.com/dbtune/scratch-operator/test/testenv"
 )
 
@@ -259,15 +260,16 @@ func newTestBench(ctx context.Context, t *testing.T, e *testenv.Env, namespaces 
 // startController runs the ScratchVolume controller in this process, wired as main.go wires it.
 func startController(ctx context.Context, t *testing.T, e *testenv.Env) {
 	t.Helper()
+	informers := &fleetcache.Informers{}
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
 		Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: controllers.CacheOptions(nil),
+		Cache: controllers.CacheOptions(nil, informers),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &controllers.ScratchVolumeReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("scratch-operator"), APIReader: mgr.GetAPIReader(),
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("scratch-operator"), APIReader: mgr.GetAPIReader(), Informers: informers,
 		MaxConcurrentReconciles: defaultSettings.Workers,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
