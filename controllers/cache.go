@@ -26,10 +26,9 @@ import (
 // reconcile reads of them (fleetcache.TrimStatefulSet), and only the ConfigMaps the controller
 // made are cached, not every ConfigMap in the cluster. An empty namespaces list watches all. The
 // cache's informers are made through informers, which the ScratchVolume controller reads its
-// indexes from (ScratchVolumeReconciler.Informers).
+// indexes from (ScratchVolumeReconciler.Informers); without them, its reads fail and say why.
 func CacheOptions(namespaces []string, informers *fleetcache.Informers) cache.Options {
 	o := cache.Options{
-		NewInformer:      informers.NewInformer,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: {
@@ -43,6 +42,9 @@ func CacheOptions(namespaces []string, informers *fleetcache.Informers) cache.Op
 			// Only the StatefulSet controller's refused pod creations (refusedCreations).
 			&corev1.Event{}: {Field: failedCreates()},
 		},
+	}
+	if informers != nil {
+		o.NewInformer = informers.NewInformer
 	}
 	if len(namespaces) > 0 {
 		o.DefaultNamespaces = map[string]cache.Config{}

@@ -40,14 +40,8 @@ type TargetPlan struct {
 func PlanTarget(svs []*v1alpha1.ScratchVolume, sts *appsv1.StatefulSet, ns inject.Namespace, g Gate) TargetPlan {
 	outcomes := decideAll(svs, sts, ns)
 	user := inject.Strip(sts.Spec.Template)
-	var th, stamp string // the template's hash and the rules' stamp, computed once if needed
+	th, stamp := userTemplateHash(&user), ns.Stamp() // what a refusal and the gate were decided under
 	for _, o := range outcomes {
-		if _, blocked := o.State.(Blocked); blocked && !o.keeps() {
-			continue
-		}
-		if th == "" {
-			th, stamp = userTemplateHash(&user), ns.Stamp()
-		}
 		o.State = refuse(o, sts.Name, th, stamp, g.Refused)
 		if s, ok := o.Injecting(); ok {
 			o.State = gate(o.SV, s, sts, &user, th, g)
