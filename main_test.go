@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +113,26 @@ func TestLeaderElectionTimings(t *testing.T) {
 				t.Errorf("LeaseDuration with %q = %v, want %s", tc.args, o.LeaseDuration, tc.lease)
 			}
 		})
+	}
+}
+
+// The manager collects garbage at gcPercent unless GOGC is set, which keeps the runtime's reading
+// of it.
+func TestCollectSooner(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	if percent, set := collectSooner(func(string) (string, bool) { return "", false }); !set || percent != gcPercent {
+		t.Errorf("without GOGC: collectSooner = %d, %v; want %d, true", percent, set, gcPercent)
+	}
+	if got := debug.SetGCPercent(100); got != gcPercent {
+		t.Errorf("without GOGC the collector's target is %d, want %d", got, gcPercent)
+	}
+	for _, env := range []string{"100", "off", ""} {
+		if _, set := collectSooner(func(key string) (string, bool) { return env, key == "GOGC" }); set {
+			t.Errorf("GOGC=%q: collectSooner set the target", env)
+		}
+		if got := debug.SetGCPercent(100); got != 100 {
+			t.Errorf("GOGC=%q: the collector's target is %d, want the runtime's own (100 here)", env, got)
+		}
 	}
 }

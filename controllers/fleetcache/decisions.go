@@ -169,14 +169,15 @@ func SettledPlan(p *inject.Plan) *inject.Plan {
 }
 
 // SettledOutcomes trims the plans of outcomes to what the status reads of them, their settled
-// part, shared (the outcome keeps the hash): a selector's reconcile holds the outcomes of all its
-// targets until it writes its status, and a whole plan carries every entry it wrote. Reused
+// part, shared (the outcome keeps the hash), and shares their planned containers: a selector's
+// reconcile holds the outcomes of all its targets until it writes its status, a whole plan carries
+// every entry it wrote, and the targets of one kind of server are given equal containers. Reused
 // outcomes are settled already.
 func SettledOutcomes(outcomes map[string]*decide.Outcome) map[string]*decide.Outcome {
 	for _, o := range outcomes {
 		switch s := o.State.(type) {
 		case decide.Injected:
-			s.Plan = sharedPlans.intern(SettledPlan(s.Plan))
+			s.Plan, s.Container = sharedPlans.intern(SettledPlan(s.Plan)), sharedContainers.intern(s.Container)
 			o.State = s
 		case decide.Held:
 			s.Plan = sharedPlans.intern(SettledPlan(s.Plan))

@@ -208,3 +208,30 @@ func TestRememberedPlansAreShared(t *testing.T) {
 		}
 	}
 }
+
+// TestSettledOutcomesShareContainers checks that the outcomes a reconcile holds until its status is
+// written share their settled plans and their planned containers with the other targets planned
+// alike, and that a different container stays its own.
+func TestSettledOutcomesShareContainers(t *testing.T) {
+	container := func(args ...string) *corev1.Container {
+		// Built at run time, as planning builds them: two equal containers start as two values.
+		return &corev1.Container{Name: "db", Args: append([]string(nil), args...)}
+	}
+	outcome := func(target string, c *corev1.Container) *decide.Outcome {
+		p := &inject.Plan{ScratchVolume: "tmp", Container: "db", Hash: "h-" + target, ConfigKey: "dbtune.cnf",
+			ConfigData: strings.Clone("[mysqld]\ntmpdir=/var/lib/mysql-tmp\n"), Init: &corev1.Container{Name: "init"}}
+		return &decide.Outcome{State: decide.Injected{Plan: p, Hash: p.Hash, Container: c}}
+	}
+	a := SettledOutcomes(map[string]*decide.Outcome{"tmp": outcome("a", container("--tmpdir=/var/lib/mysql-tmp"))})["tmp"].State.(decide.Injected)
+	b := SettledOutcomes(map[string]*decide.Outcome{"tmp": outcome("b", container("--tmpdir=/var/lib/mysql-tmp"))})["tmp"].State.(decide.Injected)
+	c := SettledOutcomes(map[string]*decide.Outcome{"tmp": outcome("c", container("--tmpdir=/tmp/ram"))})["tmp"].State.(decide.Injected)
+	if a.Container != b.Container || a.Plan != b.Plan {
+		t.Error("two targets planned alike hold two containers or two settled plans until the status is written")
+	}
+	if a.Container == c.Container || c.Container.Args[0] != "--tmpdir=/tmp/ram" {
+		t.Errorf("a different container was not kept as it is: %+v", c.Container)
+	}
+	if a.Hash != "h-a" || b.Hash != "h-b" || a.Plan.Init != nil {
+		t.Errorf("settled outcomes lost their own hashes (%s, %s) or kept the entries to write", a.Hash, b.Hash)
+	}
+}

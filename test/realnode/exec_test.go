@@ -27,13 +27,16 @@ func assertThroughKubelet(ctx context.Context, t *testing.T, cfg *rest.Config, p
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-	if err != nil {
-		t.Fatalf("failed to read the pod's log through the API server: %v", err)
-	}
-	if !strings.Contains(string(logs), "started") {
-		t.Errorf("the pod's log is %q, want it to say started", logs)
-	}
+	// Running says the container's process started, not that its first line reached the log file
+	// the kubelet serves: the line is waited for.
+	var logs []byte
+	waitFor(t, 30*time.Second, "the pod's log saying started", func() (bool, string) {
+		var err error
+		if logs, err = cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx); err != nil {
+			return false, "reading it through the API server: " + err.Error()
+		}
+		return strings.Contains(string(logs), "started"), fmt.Sprintf("the log is %q", logs)
+	})
 	out, err := execInPod(ctx, cfg, cs, pod, "grep", " "+scratchPath+" ", "/proc/mounts")
 	if err != nil {
 		t.Fatalf("failed to exec in the pod through the API server: %v", err)

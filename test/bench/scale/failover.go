@@ -259,7 +259,7 @@ func (e *env) startReplica(ctx context.Context, user string, run int, el electio
 		return nil, err
 	}
 	m, err := startManager(ctx, e.cluster, e.manager, fmt.Sprintf("manager-failover-%s-%d-%s", el.lease, run+1, user), defaultSettings,
-		e.bench.cfg.resync, e.bench.cfg.goMemLimit, launch{
+		e.bench.cfg.resync, e.bench.cfg.runtimeEnv(), launch{
 			kubeconfig: kubeconfig,
 			args:       append([]string{"--leader-elect", "--leader-election-namespace=" + leaseNamespace}, el.args()...),
 		})

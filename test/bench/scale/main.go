@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -61,6 +62,7 @@ type config struct {
 	steady         time.Duration
 	resync         time.Duration
 	goMemLimit     string
+	goGC           string
 	gitOpsSettle   time.Duration
 	kcmQPS         int
 	kcmDefaultMax  int
@@ -85,6 +87,12 @@ type config struct {
 	// name is the base name of the results file, its chart and heap profiles; empty: what was
 	// measured (scale, failover or rollout).
 	name string
+	// quiet measures each size once without background objects first; many measures one
+	// ScratchVolume per StatefulSet at the sizes up to large.
+	quiet, many bool
+	// against is another checkout of this repository whose manager runs beside this tree's, and
+	// againstCommit its commit.
+	against, againstCommit string
 }
 
 func main() {
@@ -99,6 +107,7 @@ func main() {
 	flag.IntVar(&cfg.rollout, "rollout", 50, "StatefulSets with one pod each for the rollout run; 0 skips it")
 	flag.DurationVar(&cfg.steady, "steady", 10*time.Minute, "length of the steady-state window (first run of each size), with unrelated edits every minute")
 	flag.StringVar(&cfg.goMemLimit, "gomemlimit", "", "GOMEMLIMIT of the manager (config/manager sets one); empty: none, what the binary does by itself")
+	flag.StringVar(&cfg.goGC, "gogc", "", "GOGC of the manager; empty: none, what the binary does by itself")
 	flag.DurationVar(&cfg.resync, "resync", 3*time.Minute, "the manager's --sync-period, so that the steady state sees its informers resync")
 	flag.DurationVar(&cfg.gitOpsSettle, "gitops-settle", 15*time.Second, "time given the manager to react to a GitOps re-apply")
 	flag.IntVar(&cfg.kcmQPS, "kcm-qps", 200, "kube-controller-manager --kube-api-qps once raised (burst: twice that)")
@@ -127,6 +136,10 @@ func main() {
 	flag.Int64Var(&cfg.seed, "seed", method.NewSeed(), "seed of the order of the bare client and the manager in each run, and of the intervals (recorded in the results)")
 	flag.StringVar(&cfg.sets, "sets", "", "print every set of runs of these results files (comma-separated), each with its interval, and the sets of each size pooled, instead of measuring")
 	flag.StringVar(&cfg.name, "name", "", "base name of the results file, its chart and its heap profiles (<name>-heap-*.pb.gz) in -out; default: scale, failover or rollout, after what -only measured")
+	flag.BoolVar(&cfg.quiet, "quiet", true, "measure each size once without the background objects, before they are created")
+	flag.BoolVar(&cfg.many, "many", true, "measure one ScratchVolume per StatefulSet at the sizes up to -large (in each setting's first run)")
+	flag.StringVar(&cfg.against, "against", "", "another checkout of this repository (a git worktree of an earlier commit, say): its manager runs with the defaults beside this tree's at every size, "+
+		"the two taking turns run by run in an order drawn from -seed, each turn with a bare client's of its own; the report sets them side by side")
 	flag.StringVar(&cfg.replot, "replot", "", "draw the chart of an existing results file instead of measuring, to a PNG of its name (in -out, default beside it)")
 	flag.Parse()
 	// The benchmark's own clients log nothing worth reading; the manager logs to its file.
@@ -134,6 +147,9 @@ func main() {
 	var err error
 	if cfg.levels, err = parseLevels(levels); err == nil {
 		err = validate(&cfg)
+	}
+	if err == nil && cfg.against != "" {
+		cfg.againstCommit, err = commitOf(cfg.against)
 	}
 	switch {
 	case err != nil:
@@ -166,6 +182,15 @@ func measure(cfg config) error {
 		err = errors.Join(err, res.write(cfg.out, cfg.name, os.Stdout))
 	}
 	return err
+}
+
+// commitOf is the commit checked out in dir, abbreviated, for -against.
+func commitOf(dir string) (string, error) {
+	out, err := exec.Command("git", "-C", dir, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "", fmt.Errorf("-against %s: not a checkout git can read: %w", dir, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 func parseLevels(s string) ([]int, error) {

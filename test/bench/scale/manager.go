@@ -27,6 +27,29 @@ type managerSettings struct {
 	Workers int     `json:"workers"`
 	// MaxInFlight is --max-in-flight; empty is 100%: every target at once.
 	MaxInFlight string `json:"maxInFlight,omitempty"`
+	// Commit is the commit of the checkout the manager was built from when it is not this tree
+	// (-against).
+	Commit string `json:"commit,omitempty"`
+}
+
+// runtimeEnv sets the Go runtime's garbage collection of the managers as -gomemlimit and -gogc
+// say; none is set when they are empty.
+func (cfg config) runtimeEnv() []string {
+	var env []string
+	if cfg.goMemLimit != "" {
+		env = append(env, "GOMEMLIMIT="+cfg.goMemLimit)
+	}
+	if cfg.goGC != "" {
+		env = append(env, "GOGC="+cfg.goGC)
+	}
+	return env
+}
+
+// inFull reports whether a level with s measures every phase (the steady state, the GitOps
+// re-apply, one ScratchVolume per StatefulSet): the defaults do, this tree's or another commit's.
+func (s managerSettings) inFull() bool {
+	s.Name, s.Commit = defaultSettings.Name, ""
+	return s == defaultSettings
 }
 
 func (s managerSettings) args() []string {
@@ -73,8 +96,8 @@ func buildManager(ctx context.Context, root, dir string) (string, error) {
 }
 
 // startManager starts the manager with settings, informers that resync every resync and the Go
-// runtime's soft memory limit goMemLimit (none when empty), and waits until it is ready.
-func startManager(ctx context.Context, c *localcluster.Cluster, bin, name string, settings managerSettings, resync time.Duration, goMemLimit string, l launch) (*manager, error) {
+// Go runtime settings of runtimeEnv (config.runtimeEnv), and waits until it is ready.
+func startManager(ctx context.Context, c *localcluster.Cluster, bin, name string, settings managerSettings, resync time.Duration, runtimeEnv []string, l launch) (*manager, error) {
 	addrs, err := localcluster.FreeAddresses(3)
 	if err != nil {
 		return nil, err
@@ -86,9 +109,7 @@ func startManager(ctx context.Context, c *localcluster.Cluster, bin, name string
 	if l.kubeconfig != "" {
 		env = []string{"KUBECONFIG=" + l.kubeconfig}
 	}
-	if goMemLimit != "" {
-		env = append(env, "GOMEMLIMIT="+goMemLimit)
-	}
+	env = append(env, runtimeEnv...)
 	p, err := c.StartProcess(name, bin, args, env)
 	if err != nil {
 		return nil, err

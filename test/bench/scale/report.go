@@ -54,6 +54,7 @@ type settings struct {
 	SteadySeconds      float64          `json:"steadySeconds"`
 	ResyncSeconds      float64          `json:"managerResyncSeconds"`
 	GoMemLimit         string           `json:"managerGOMEMLIMIT,omitempty"`
+	GoGC               string           `json:"managerGOGC,omitempty"`
 	GitOpsSettle       float64          `json:"gitOpsSettleSeconds"`
 	Variants           []string         `json:"variantsComparedAt,omitempty"`
 	CompareAt          int              `json:"compareAt"`
@@ -169,7 +170,7 @@ func newResults(cfg config) *results {
 		Settings: settings{
 			Levels: cfg.levels, Namespaces: cfg.namespaces, Runs: cfg.runs, ScratchVolumeSize: scratchSize,
 			ControllerManager: kcmName(true, cfg.kcmQPS), SteadySeconds: cfg.steady.Seconds(),
-			ResyncSeconds: cfg.resync.Seconds(), GoMemLimit: cfg.goMemLimit,
+			ResyncSeconds: cfg.resync.Seconds(), GoMemLimit: cfg.goMemLimit, GoGC: cfg.goGC,
 			GitOpsSettle: cfg.gitOpsSettle.Seconds(), CompareAt: cfg.compareAt,
 			KubernetesVersions: kubernetesVersions, Seed: cfg.seed, Large: cfg.large, Baseline: &timers,
 		},
@@ -338,6 +339,74 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// againstMarkdown sets this tree's manager beside another commit's (-against), size by size: each
+// run's injection time and peak RSS, each manager against the bare client of its own turns, and the
+// two managers against each other; nothing when no other commit was measured.
+func (r *results) againstMarkdown() string {
+	var b strings.Builder
+	seed := r.bootstrapSeed()
+	for _, other := range r.Levels {
+		ours := r.levelAt(other.N, defaultSettings.Name)
+		if other.Settings.Commit == "" || ours == nil {
+			continue
+		}
+		if b.Len() == 0 {
+			fmt.Fprintf(&b, "\nThis tree's manager against the manager of %s, the two taking turns in each run, each turn with a bare client's of its own:\n\n", other.Settings.Commit)
+			b.WriteString("| StatefulSets | manager | injected, each run | manager / its bare client | peak RSS, each run | CPU (inject) | StatefulSet writes per StatefulSet | writes in steady state: StatefulSets / all |\n|---:|---|---|---:|---|---:|---:|---:|\n")
+		}
+		for _, l := range []*level{ours, &other} {
+			s := l.summarize(seed)
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %.1f s | %.2f | %s / %s |\n", l.N, l.Settings.Name, eachRun(l.Runs, "%.1f s", injection),
+				versusCell(s.versus), eachRun(l.Runs, "%.0f MiB", peakRSS), s.cpu, s.writesPerSTS, count(s.steadySTSWrites), count(s.steadyWrites))
+		}
+		inject := method.Compare(column(ours.Runs, injection), column(other.Runs, injection), seed)
+		peak := method.Compare(column(ours.Runs, peakRSS), column(other.Runs, peakRSS), seed)
+		fmt.Fprintf(&b, "| %d | this tree / %s | %s, %s | | %s, %s | | | |\n", other.N, other.Settings.Commit,
+			versusCell(inject), inject.Verdict, versusCell(peak), peak.Verdict)
+	}
+	return b.String()
+}
+
+// injection and peakRSS are a run's manager injection time and the peak RSS of its manager.
+func injection(r runResult) float64 { return r.Selector.Seconds }
+
+func peakRSS(r runResult) float64 {
+	if r.Memory == nil {
+		return math.NaN()
+	}
+	return r.Memory.PeakRSSMiB
+}
+
+// column is f of each run, leaving out the runs without it.
+func column(runs []runResult, f func(runResult) float64) []float64 {
+	var out []float64
+	for _, r := range runs {
+		if v := f(r); !math.IsNaN(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// eachRun writes f of each run in format, in the order of the runs.
+func eachRun(runs []runResult, format string, f func(runResult) float64) string {
+	var cells []string
+	for _, v := range column(runs, f) {
+		cells = append(cells, fmt.Sprintf(format, v))
+	}
+	return strings.Join(cells, ", ")
+}
+
+// levelAt is the level of size n measured with the settings named name, if any.
+func (r *results) levelAt(n int, name string) *level {
+	for i := range r.Levels {
+		if l := &r.Levels[i]; l.N == n && l.Settings.Name == name {
+			return l
+		}
+	}
+	return nil
+}
+
 // levelsOf returns the levels measured with the settings named name, smallest first.
 func (r *results) levelsOf(name string) []level {
 	var out []level
@@ -477,6 +546,7 @@ func (r *results) markdown() string {
 				l.Settings.Workers, len(l.Runs), secs(s.bare), secs(s.selector), versusCell(s.versus), versusVerdict(s.versus), secs(s.ready), secs(s.revert), s.peakRSS)
 		}
 	}
+	b.WriteString(r.againstMarkdown())
 	fmt.Fprintf(&b, "\nEach figure is the median of the size's runs. manager / bare: the median of the manager's injection times over the median of the bare client's, with a %.0f %% percentile bootstrap interval over the runs (%d resamples, seed %d); the verdict names a difference only where the interval excludes 1, and needs %d runs of each. %s Conditions: %s.\n",
 		100*method.Level, method.Resamples, r.bootstrapSeed(), method.MinRuns, r.timersSentence(), r.conditions())
 	b.WriteString(r.runsMarkdown())

@@ -35,6 +35,8 @@ type env struct {
 	bench   *bench
 	binDir  string
 	manager string
+	// against is the manager built from -against's checkout.
+	against string
 	dir     string
 	// profiler watches the running manager for its peak.
 	profiler *peakProfiler
@@ -84,6 +86,9 @@ func (e *env) measureAll(ctx context.Context, cfg config, res *results) error {
 	}
 	tuned := false
 	for _, n := range cfg.levels {
+		if !cfg.quiet {
+			break
+		}
 		if n > cfg.kcmDefaultMax && !tuned {
 			if err := e.tuneControllerManager(ctx, cfg.kcmQPS); err != nil {
 				return err
@@ -107,12 +112,10 @@ func (e *env) measureAll(ctx context.Context, cfg config, res *results) error {
 		return err
 	}
 	for _, n := range slices.Backward(cfg.levels) {
-		for _, s := range variants(cfg, n) {
-			l, err := e.measureLevel(ctx, cfg, n, s)
-			if err != nil {
-				return fmt.Errorf("at %d StatefulSets, manager %s: %w", n, s.Name, err)
-			}
-			res.Levels = append(res.Levels, l)
+		ls, err := e.measureLevels(ctx, cfg, n, variants(cfg, n))
+		res.Levels = append(res.Levels, ls...)
+		if err != nil {
+			return fmt.Errorf("at %d StatefulSets: %w", n, err)
 		}
 	}
 	if cfg.rollout > 0 {
@@ -131,10 +134,16 @@ func kcmName(tuned bool, qps int) string {
 	return "defaults (--kube-api-qps=20 --kube-api-burst=30)"
 }
 
-// variants are the manager settings measured at size n: the defaults everywhere, and at
-// cfg.compareAt a classic client-side limit and one worker per namespace.
+// variants are the manager settings measured at size n: the defaults everywhere, with -against
+// the defaults of the other checkout's manager too, and at cfg.compareAt a classic client-side
+// limit and one worker per namespace.
 func variants(cfg config, n int) []managerSettings {
 	out := []managerSettings{defaultSettings}
+	if cfg.against != "" {
+		other := defaultSettings
+		other.Name, other.Commit = "defaults at "+cfg.againstCommit, cfg.againstCommit
+		out = append(out, other)
+	}
 	if n == cfg.compareAt {
 		out = append(out,
 			managerSettings{Name: "qps=20 burst=30", QPS: 20, Burst: 30, Workers: defaultSettings.Workers},
@@ -161,6 +170,12 @@ func setUp(ctx context.Context, cfg config) (*env, error) {
 	go func() {
 		var err error
 		e.manager, err = buildManager(ctx, root, dir)
+		if err == nil && cfg.against != "" {
+			againstDir := filepath.Join(dir, "against")
+			if err = os.Mkdir(againstDir, 0o755); err == nil {
+				e.against, err = buildManager(ctx, cfg.against, againstDir)
+			}
+		}
 		built <- err
 	}()
 	nodes := localcluster.DefaultNodes(cfg.nodes)
@@ -243,7 +258,11 @@ func (e *env) tearDown(keep bool) {
 // heap profile are named after it.
 func (e *env) startManager(ctx context.Context, phase string, n int, s managerSettings) error {
 	name := fmt.Sprintf("manager-%sn%d-%s", phase, n, strings.NewReplacer(" ", "-", "=", "").Replace(s.Name))
-	m, err := startManager(ctx, e.cluster, e.manager, name, s, e.bench.cfg.resync, e.bench.cfg.goMemLimit, launch{})
+	bin := e.manager
+	if s.Commit != "" {
+		bin = e.against
+	}
+	m, err := startManager(ctx, e.cluster, bin, name, s, e.bench.cfg.resync, e.bench.cfg.runtimeEnv(), launch{})
 	if err != nil {
 		return err
 	}
@@ -300,32 +319,46 @@ func (e *env) measureQuiet(ctx context.Context, n int, kcm string) (quietLevel, 
 	return q, err
 }
 
-// measureLevel runs cfg.runs runs at size n (cfg.largeRuns above cfg.large), each with a manager
-// of its own started with s.
-func (e *env) measureLevel(ctx context.Context, cfg config, n int, s managerSettings) (level, error) {
+// measureLevels runs cfg.runs runs at size n (cfg.largeRuns above cfg.large) of each of
+// settings, the settings taking turns within each run in an order drawn anew, each turn with a
+// manager of its own: settings measured side by side share the machine's ups and downs.
+func (e *env) measureLevels(ctx context.Context, cfg config, n int, settings []managerSettings) ([]level, error) {
 	b := e.bench
-	l := level{N: n, Settings: s}
+	levels := make([]level, len(settings))
+	for j, s := range settings {
+		levels[j] = level{N: n, Settings: s}
+	}
 	if err := b.fleet.resize(ctx, n); err != nil {
-		return l, err
+		return nil, err
 	}
 	if _, err := b.waitSettled(ctx); err != nil {
-		return l, err
+		return nil, err
 	}
-	full, many, runs := s == defaultSettings, n <= cfg.large, cfg.runs
-	if !many {
+	many, runs := n <= cfg.large && cfg.many, cfg.runs
+	if n > cfg.large {
 		runs = cfg.largeRuns
 	}
-	for i := range runs {
-		logf("N=%d, %s: run %d of %d (load %s)", n, s.Name, i+1, runs, loadAverage())
-		r, err := e.measureRun(ctx, n, s, i, runSteps(method.Shuffled(e.order, []string{variantBare, variantManager}), full && i == 0, full && many))
-		l.Runs = append(l.Runs, r)
-		if err != nil {
-			return l, err
-		}
-		logf("  %s first: bare %.1f s, manager %.1f s (Ready %.1f s), revert %.1f s", r.Order[0], r.Bare.Seconds, r.Selector.Seconds, r.Selector.ReadySeconds, r.Revert.Seconds)
+	turns := make([]int, len(settings))
+	for j := range turns {
+		turns[j] = j
 	}
-	l.Memory = peakOf(l.Runs)
-	return l, nil
+	for i := range runs {
+		for _, j := range method.Shuffled(e.order, turns) {
+			s, l := settings[j], &levels[j]
+			logf("N=%d, %s: run %d of %d (load %s)", n, s.Name, i+1, runs, loadAverage())
+			full := s.inFull()
+			r, err := e.measureRun(ctx, n, s, i, runSteps(method.Shuffled(e.order, []string{variantBare, variantManager}), full && i == 0, full && many))
+			l.Runs = append(l.Runs, r)
+			if err != nil {
+				return levels, fmt.Errorf("manager %s: %w", s.Name, err)
+			}
+			logf("  %s first: bare %.1f s, manager %.1f s (Ready %.1f s), revert %.1f s", r.Order[0], r.Bare.Seconds, r.Selector.Seconds, r.Selector.ReadySeconds, r.Revert.Seconds)
+		}
+	}
+	for j := range levels {
+		levels[j].Memory = peakOf(levels[j].Runs)
+	}
+	return levels, nil
 }
 
 // peakOf is the memory of the run whose manager's resident set peaked highest: the size's peak.

@@ -220,3 +220,51 @@ func TestRolloutAndFailoverReportTheirOrder(t *testing.T) {
 		t.Errorf("results from before the drawn order are not said to be so:\n%s", md)
 	}
 }
+
+// With -against, every size measures the other commit's manager with the defaults beside this
+// tree's, both in full, and the report sets the two side by side with their ratio.
+func TestAgainstAnotherCommit(t *testing.T) {
+	cfg := config{against: "/elsewhere", againstCommit: "c3f0799", compareAt: 0}
+	vs := variants(cfg, 5000)
+	if len(vs) != 2 || vs[0] != defaultSettings || vs[1].Commit != "c3f0799" || vs[1].Name != "defaults at c3f0799" {
+		t.Fatalf("variants with -against = %+v", vs)
+	}
+	for _, s := range vs {
+		if !s.inFull() {
+			t.Errorf("%s is not measured in full", s.Name)
+		}
+	}
+	if (managerSettings{Name: "qps=20 burst=30", QPS: 20, Burst: 30, Workers: 4}).inFull() {
+		t.Error("a client-side limit is measured in full")
+	}
+	if len(variants(config{}, 5000)) != 1 {
+		t.Error("without -against, another manager is measured")
+	}
+
+	r := fleetResults(1, map[int][][2]float64{5000: {{40, 50}, {41, 52}, {42, 51}}})
+	other := level{N: 5000, Settings: vs[1]}
+	for i, x := range [][2]float64{{40, 60}, {42, 64}, {41, 62}} {
+		rss := []float64{120, 130, 125}[i]
+		other.Runs = append(other.Runs, runResult{Bare: phase{Seconds: x[0]}, Selector: phase{Seconds: x[1]}, Memory: &memory{PeakRSSMiB: rss}})
+	}
+	for i, rss := range []float64{90, 95, 92} {
+		r.Levels[0].Runs[i].Memory = &memory{PeakRSSMiB: rss}
+	}
+	r.Levels = append(r.Levels, other)
+	md := r.againstMarkdown()
+	for _, want := range []string{
+		"against the manager of c3f0799",
+		"| 5000 | defaults | 50.0 s, 52.0 s, 51.0 s |",
+		"| 5000 | defaults at c3f0799 | 60.0 s, 64.0 s, 62.0 s |",
+		"90 MiB, 95 MiB, 92 MiB",
+		"| 5000 | this tree / c3f0799 | 0.82x",
+		"lower",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the comparison lacks %q:\n%s", want, md)
+		}
+	}
+	if md := fleetResults(1, map[int][][2]float64{5000: {{40, 50}}}).againstMarkdown(); md != "" {
+		t.Errorf("a comparison without another commit: %s", md)
+	}
+}
