@@ -96,7 +96,7 @@ func buildManager(ctx context.Context, root, dir string) (string, error) {
 }
 
 // startManager starts the manager with settings, informers that resync every resync and the Go
-// Go runtime settings of runtimeEnv (config.runtimeEnv), and waits until it is ready.
+// runtime settings of runtimeEnv (config.runtimeEnv), and waits until it is ready.
 func startManager(ctx context.Context, c *localcluster.Cluster, bin, name string, settings managerSettings, resync time.Duration, runtimeEnv []string, l launch) (*manager, error) {
 	addrs, err := localcluster.FreeAddresses(3)
 	if err != nil {
@@ -105,11 +105,11 @@ func startManager(ctx context.Context, c *localcluster.Cluster, bin, name string
 	args := append(settings.args(), "--metrics-bind-address="+addrs[0], "--health-probe-bind-address="+addrs[1],
 		"--pprof-bind-address="+addrs[2], "--sync-period="+resync.String())
 	args = append(args, l.args...)
-	env := []string{c.KubeconfigEnv()}
+	kubeconfig := c.KubeconfigEnv()
 	if l.kubeconfig != "" {
-		env = []string{"KUBECONFIG=" + l.kubeconfig}
+		kubeconfig = "KUBECONFIG=" + l.kubeconfig
 	}
-	env = append(env, runtimeEnv...)
+	env := append([]string{kubeconfig}, runtimeEnv...)
 	p, err := c.StartProcess(name, bin, args, env)
 	if err != nil {
 		return nil, err

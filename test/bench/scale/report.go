@@ -390,8 +390,9 @@ func column(runs []runResult, f func(runResult) float64) []float64 {
 
 // eachRun writes f of each run in format, in the order of the runs.
 func eachRun(runs []runResult, format string, f func(runResult) float64) string {
-	var cells []string
-	for _, v := range column(runs, f) {
+	values := column(runs, f)
+	cells := make([]string, 0, len(values))
+	for _, v := range values {
 		cells = append(cells, fmt.Sprintf(format, v))
 	}
 	return strings.Join(cells, ", ")
