@@ -84,11 +84,11 @@ func (e *env) measureAll(ctx context.Context, cfg config, res *results) error {
 		res.Refusals, err = e.measureRefusals(ctx, cfg)
 		return err
 	}
-	tuned := false
-	for _, n := range cfg.levels {
-		if !cfg.quiet {
-			break
-		}
+	tuned, quiet := false, cfg.levels
+	if !cfg.quiet {
+		quiet = nil
+	}
+	for _, n := range quiet {
 		if n > cfg.kcmDefaultMax && !tuned {
 			if err := e.tuneControllerManager(ctx, cfg.kcmQPS); err != nil {
 				return err
