@@ -24,9 +24,11 @@ export GOWORK = off
 # Kubernetes binaries of hack/k8s-binaries.sh): static, without cgo, with paths trimmed. The
 # packages they share (client-go, api, apimachinery and below) then compile once, not once per
 # configuration; hack/k8s/kubernetes selects the same versions of them as go.mod. The binaries'
-# versions come from -X flags, not from the checkout (-buildvcs=false).
+# versions come from -X flags, not from the checkout (-buildvcs=false). The compiler writes no DWARF:
+# every link here drops it (-w), and without it a cold build of kube-apiserver took 0.8 of the time
+# (docs/development.md); set GOFLAGS=-gcflags=all=-dwarf=true to step through a binary in a debugger.
 export CGO_ENABLED = 0
-export GOFLAGS += -trimpath -buildvcs=false
+export GOFLAGS += -trimpath -buildvcs=false -gcflags=all=-dwarf=false
 
 .PHONY: all
 all: build
@@ -105,26 +107,50 @@ k8s-binaries-all: ## Also build kube-controller-manager, kube-scheduler, kubectl
 k8s-binaries-node: ## Build a real node's kubelet, containerd, containerd-shim-runc-v2 and ctr (not part of k8s-binaries-all).
 	$(K8S_BINARIES) node
 
-# make test runs two lanes at once: the real node's tests (build tag realnode), and every other
-# package one at a time. Both mostly wait (API servers, kubelet syncs, container starts, database
-# servers): one after the other they kept the two cores a third busy. The real node changes the
-# machine (kernel settings, cgroups, mounts, a bridge) until it restores it; the other packages'
-# root tests keep to their own mounts, loop devices and cgroups, which it never looks at. As root
-# the real node needs Debian's runc, containernetworking-plugins, busybox-static and mmdebstrap
-# (.ci/run installs them); without root it skips.
+# make test runs three lanes at once: the real node's tests (build tag realnode), the packages that
+# start API servers and control planes, and every other package (pure tests, root tests on real
+# mounts, loop devices and cgroups, real database servers), each lane one package at a time. They
+# mostly wait (API servers, kubelet syncs, container starts, database servers): run one after the
+# other they kept the two cores a third busy, and the real node's lane alone is as long as either
+# of the others. The real node changes the machine (kernel settings, cgroups, mounts, a bridge)
+# until it restores it; the other packages' root tests keep to their own mounts, loop devices and
+# cgroups, which it never looks at. As root the real node needs Debian's runc,
+# containernetworking-plugins, busybox-static and mmdebstrap (.ci/run installs them); without root
+# it skips.
 .PHONY: test
 test: ## Run every test: unit, envtest against a real API server, the root-only ones and a real node's.
 	$(K8S_BINARIES) $(K8S_TEST_BINARIES) node
 	@if [ "$$(id -u)" -eq 0 ] && command -v mmdebstrap >/dev/null; then $(MAKE) images-databases; \
 	else echo "make test: not root or no mmdebstrap: the MariaDB 11.8 and MySQL 9.7 lanes skip (make images-databases)"; fi
-	$(MAKE) -j2 test-packages test-realnode
+	$(MAKE) -j3 test-cluster-packages test-other-packages test-realnode
+
+# The packages whose tests start API servers (envtest) or a local control plane with kwok nodes.
+CLUSTER_PACKAGES := ./controllers/... ./test/admission/... ./test/cloudvolume/... ./test/e2e/... \
+	./test/install/... ./test/localcluster/... ./test/security/... ./test/upgrade/...
 
 .PHONY: test-packages
-test-packages: ## Run every test but the real node's, one package at a time.
-	KUBEBUILDER_ASSETS="$$($(K8S_BINARIES) --print-dir)" go test $(GOTEST_FLAGS) ./...
+test-packages: test-cluster-packages test-other-packages ## Run every test but the real node's, one package at a time.
+
+.PHONY: test-cluster-packages
+test-cluster-packages: ## Run the tests of the packages that start API servers and control planes.
+	KUBEBUILDER_ASSETS="$$($(K8S_BINARIES) --print-dir)" go test $(GOTEST_FLAGS) $(CLUSTER_PACKAGES)
+
+# Every package of the module not in CLUSTER_PACKAGES, so that a new package is never left out.
+.PHONY: test-other-packages
+test-other-packages: ## Run the tests of every other package, and of the modules of their own.
+	KUBEBUILDER_ASSETS="$$($(K8S_BINARIES) --print-dir)" go test $(GOTEST_FLAGS) \
+		$$(go list ./... | grep -vxF "$$(go list $(CLUSTER_PACKAGES))")
 	cd test/helm && go test $(GOTEST_FLAGS) ./...
 	cd test/gitops && go test $(GOTEST_FLAGS) ./...
 	cd hack/images && go test $(GOTEST_FLAGS) ./...
+
+.PHONY: test-compile
+test-compile: ## Compile what make test will run, without running it (-export stores each package's compiled form in the build cache).
+	go list -deps -test -export ./... >/dev/null
+	go list -deps -test -export -tags realnode ./test/realnode/... >/dev/null
+	cd test/helm && go list -deps -test -export ./... >/dev/null
+	cd test/gitops && go list -deps -test -export ./... >/dev/null
+	cd hack/images && go list -deps -test -export ./... >/dev/null
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no API server, no root).

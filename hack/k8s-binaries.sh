@@ -43,6 +43,9 @@ NODE_SET=(kubelet "${CONTAINERD_SET[@]}")
 
 export GOWORK=off
 export CGO_ENABLED=0
+# The Makefile's build configuration (static, paths trimmed, no DWARF: every binary here is linked
+# with -s -w), so that the packages the tests share with these binaries compile once.
+GO_BUILD_FLAGS=(-mod=readonly -trimpath -buildvcs=false -gcflags=all=-dwarf=false)
 
 usage() {
 	sed -n '2,19s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
@@ -130,7 +133,7 @@ build_kubernetes() {
 
 	new_tmp_dir
 	# With several packages, -o DIR/ names each binary after its package.
-	(cd "${dir}" && go build -mod=readonly -trimpath -ldflags="${ldflags}" -o "${TMP}/" "${pkgs[@]}")
+	(cd "${dir}" && go build "${GO_BUILD_FLAGS[@]}" -ldflags="${ldflags}" -o "${TMP}/" "${pkgs[@]}")
 	install_from "${TMP}" "$@"
 }
 
@@ -139,7 +142,7 @@ build_etcd() {
 	check_pin "${dir}" go.etcd.io/etcd/server/v3 "${ETCD_VERSION}"
 	log "building etcd (go.etcd.io/etcd/server/v3 ${ETCD_VERSION}), this takes a minute or two on a cold cache…"
 	new_tmp_dir
-	(cd "${dir}" && go build -mod=readonly -trimpath -ldflags="-s -w" -o "${TMP}/etcd" go.etcd.io/etcd/server/v3)
+	(cd "${dir}" && go build "${GO_BUILD_FLAGS[@]}" -ldflags="-s -w" -o "${TMP}/etcd" go.etcd.io/etcd/server/v3)
 	install_from "${TMP}" etcd
 }
 
@@ -148,7 +151,7 @@ build_kwok() {
 	check_pin "${dir}" sigs.k8s.io/kwok "${KWOK_VERSION}"
 	log "building kwok (sigs.k8s.io/kwok ${KWOK_VERSION}), this takes a minute or two on a cold cache…"
 	new_tmp_dir
-	(cd "${dir}" && go build -mod=readonly -trimpath -ldflags="-s -w" -o "${TMP}/kwok" sigs.k8s.io/kwok/cmd/kwok)
+	(cd "${dir}" && go build "${GO_BUILD_FLAGS[@]}" -ldflags="-s -w" -o "${TMP}/kwok" sigs.k8s.io/kwok/cmd/kwok)
 	install_from "${TMP}" kwok
 }
 
@@ -167,7 +170,7 @@ build_containerd() {
 	local ldflags="-s -w -X ${pkg}/version.Version=${CONTAINERD_VERSION}"
 	ldflags+=" -X ${pkg}/version.Package=github.com/containerd/containerd -X ${pkg}/version.Revision="
 	new_tmp_dir "${CONTAINERD_DIR}"
-	(cd "${dir}" && go build -mod=readonly -trimpath -ldflags="${ldflags}" -o "${TMP}/" "${pkgs[@]}")
+	(cd "${dir}" && go build "${GO_BUILD_FLAGS[@]}" -ldflags="${ldflags}" -o "${TMP}/" "${pkgs[@]}")
 	install_into "${CONTAINERD_DIR}" "${TMP}" "$@"
 }
 

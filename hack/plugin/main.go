@@ -90,7 +90,7 @@ func compile(repo, goos, goarch, version, revision string) ([]byte, error) {
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	bin := filepath.Join(dir, "kubectl-dbtune")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin,
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-gcflags=all=-dwarf=false", "-o", bin,
 		"-ldflags", fmt.Sprintf("-s -w -X main.version=%s -X main.revision=%s", version, revision), "./api/kubectl-dbtune")
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
