@@ -15,10 +15,10 @@ import (
 )
 
 // errCacheBehind says that the cache has not yet seen the controller's own last write to a
-// StatefulSet (fleetcache.Written). The reconcile is retried instead, like a write that lost a
-// race (staleWrite), and the watch event that brings the write into the cache also brings the
-// retry.
-var errCacheBehind = errors.New("the cache has not yet seen the last write to the StatefulSet")
+// StatefulSet (fleetcache.Written) or to a ScratchVolume's status (fleetcache.Statuses). The
+// reconcile is retried instead, like a write that lost a race (staleWrite), and the watch event
+// that brings the write into the cache, or cacheBehindRetry, brings the retry.
+var errCacheBehind = errors.New("the cache has not yet seen the controller's last write to it")
 
 // cacheBehindRetry is when a reconcile that found the cache behind is retried, should the watch
 // event of the write not bring it first.

@@ -12,6 +12,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -75,6 +76,9 @@ type ScratchVolumeReconciler struct {
 	guards fleetcache.Guards
 	// written holds the generations of the controller's writes the cache has not seen yet.
 	written fleetcache.Written
+	// statuses holds the resource versions of the controller's status writes the cache has not
+	// seen yet.
+	statuses fleetcache.Statuses
 	// decisions holds each target's last decision that needed no write, for the syncs that follow
 	// with the same inputs.
 	decisions fleetcache.Decisions
@@ -120,6 +124,9 @@ func (r *ScratchVolumeReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	sv, err := r.load(ctx, req)
 	if sv == nil || err != nil {
 		return ctrl.Result{}, err
+	}
+	if r.statuses.Behind(sv) {
+		return r.requeue(ctx, nil, false, fmt.Errorf("ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, errCacheBehind))
 	}
 	if !sv.DeletionTimestamp.IsZero() {
 		return r.requeue(ctx, nil, false, r.finalize(ctx, sv))
@@ -201,7 +208,7 @@ func (r *ScratchVolumeReconciler) syncAll(ctx context.Context, sv *v1alpha1.Scra
 func (r *ScratchVolumeReconciler) requeue(ctx context.Context, verdict *decide.Verdict, revertsWaiting bool, err error) (ctrl.Result, error) {
 	switch {
 	case staleWrite(err):
-		log.FromContext(ctx).V(1).Info("Retrying a ScratchVolume whose StatefulSet changed under a write", "reason", err.Error())
+		log.FromContext(ctx).V(1).Info("Retrying a ScratchVolume: a StatefulSet changed under a write, or the cache is behind the controller's last write", "reason", err.Error())
 		if errors.Is(err, errCacheBehind) {
 			return ctrl.Result{RequeueAfter: cacheBehindRetry}, nil
 		}

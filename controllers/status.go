@@ -48,6 +48,8 @@ func (r *ScratchVolumeReconciler) updateStatus(ctx context.Context, sv *v1alpha1
 	if err := r.Status().Patch(ctx, sv, replaceStatus(next)); err != nil {
 		return fmt.Errorf("failed to update the status of ScratchVolume %s/%s: %w", sv.Namespace, sv.Name, err)
 	}
+	// The patch's response is the ScratchVolume as written: no decision is made from an older copy.
+	r.statuses.Record(client.ObjectKeyFromObject(sv), sv.ResourceVersion)
 	for _, w := range decide.FullVolumes(verdict.Episodes, status.RecommendedSize) {
 		r.warn(sv, nil, w)
 	}

@@ -176,6 +176,11 @@ func (r *ScratchVolumeReconciler) syncStatefulSet(ctx context.Context, sts *apps
 	if err != nil {
 		return nil, err
 	}
+	for _, sv := range svs {
+		if r.statuses.Behind(sv) {
+			return nil, fmt.Errorf("ScratchVolume %s/%s, which selects StatefulSet %s: %w", sv.Namespace, sv.Name, sts.Name, errCacheBehind)
+		}
+	}
 	key := client.ObjectKeyFromObject(sts)
 	refused := r.refusedCreations(ctx, sts, svs)
 	if outcomes, ok := r.decisions.Reuse(key, fleetcache.InputsOf(sts, svs, view.stamp), svs); ok && len(refused) == 0 {
