@@ -61,9 +61,9 @@ type heldBody struct {
 func (b *heldBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if !b.holding {
-		seen := append(b.tail, p[:n]...)
-		b.holding = bytes.Contains(seen, b.h.marker)
-		b.tail = append([]byte(nil), seen[max(0, len(seen)-len(b.h.marker)):]...)
+		b.tail = append(b.tail, p[:n]...)
+		b.holding = bytes.Contains(b.tail, b.h.marker)
+		b.tail = b.tail[max(0, len(b.tail)-len(b.h.marker)):]
 	}
 	if b.holding {
 		<-b.h.released
