@@ -12,40 +12,52 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 )
 
+// ownWrites remembers, per object, what the controller's last write to it made (a generation, a
+// resource version), until the cache shows it.
+type ownWrites[V any] struct {
+	mu      sync.Mutex
+	written map[types.NamespacedName]V
+}
+
+func (w *ownWrites[V]) record(key types.NamespacedName, v V) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.written == nil {
+		w.written = map[types.NamespacedName]V{}
+	}
+	w.written[key] = v
+}
+
+// behind reports whether the cache's copy of key is older than the last write to it, as older
+// tells from what that write made; once it is not, the write is forgotten.
+func (w *ownWrites[V]) behind(key types.NamespacedName, older func(written V) bool) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v, ok := w.written[key]
+	if !ok {
+		return false
+	}
+	if older(v) {
+		return true
+	}
+	delete(w.written, key)
+	return false
+}
+
 // Written remembers, per StatefulSet, the generation the controller's last write gave it, until
 // the cache shows that generation or a later one. A decision made on an older copy would write the
 // same entries again, or take the entries just written, not yet seen, for entries another writer
 // removed.
-type Written struct {
-	mu  sync.Mutex
-	gen map[types.NamespacedName]int64
-}
+type Written struct{ w ownWrites[int64] }
 
 // Record notes the generation a write gave a StatefulSet, as read from the API server after it.
-func (w *Written) Record(key types.NamespacedName, generation int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.gen == nil {
-		w.gen = map[types.NamespacedName]int64{}
-	}
-	w.gen[key] = generation
-}
+func (w *Written) Record(key types.NamespacedName, generation int64) { w.w.record(key, generation) }
 
 // Behind reports whether sts, as the cache has it, is older than the controller's last write to
 // it; once it is not, the write is forgotten.
 func (w *Written) Behind(sts *appsv1.StatefulSet) bool {
 	key := types.NamespacedName{Namespace: sts.Namespace, Name: sts.Name}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	gen, ok := w.gen[key]
-	if !ok {
-		return false
-	}
-	if sts.Generation >= gen {
-		delete(w.gen, key)
-		return false
-	}
-	return true
+	return w.w.behind(key, func(generation int64) bool { return sts.Generation < generation })
 }
 
 // Statuses remembers, per ScratchVolume, the resourceVersion the controller's last status write
@@ -53,19 +65,11 @@ func (w *Written) Behind(sts *appsv1.StatefulSet) bool {
 // decisions start from (a refused rollout, a write war's guard, when a rollout began): a decision
 // made on an older copy would not know them, and would inject again the pods the API server just
 // refused.
-type Statuses struct {
-	mu sync.Mutex
-	rv map[types.NamespacedName]string
-}
+type Statuses struct{ w ownWrites[string] }
 
 // Record notes the resourceVersion a status write gave a ScratchVolume, as its response has it.
 func (s *Statuses) Record(key types.NamespacedName, resourceVersion string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.rv == nil {
-		s.rv = map[types.NamespacedName]string{}
-	}
-	s.rv[key] = resourceVersion
+	s.w.record(key, resourceVersion)
 }
 
 // Behind reports whether sv, as the cache has it, is older than the controller's last status write
@@ -74,15 +78,8 @@ func (s *Statuses) Record(key types.NamespacedName, resourceVersion string) {
 // never holds a decision back.
 func (s *Statuses) Behind(sv metav1.Object) bool {
 	key := types.NamespacedName{Namespace: sv.GetNamespace(), Name: sv.GetName()}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	written, ok := s.rv[key]
-	if !ok {
-		return false
-	}
-	if cmp, err := resourceversion.CompareResourceVersion(sv.GetResourceVersion(), written); err == nil && cmp < 0 {
-		return true
-	}
-	delete(s.rv, key)
-	return false
+	return s.w.behind(key, func(written string) bool {
+		cmp, err := resourceversion.CompareResourceVersion(sv.GetResourceVersion(), written)
+		return err == nil && cmp < 0
+	})
 }
