@@ -96,7 +96,7 @@ check-generated: generate manifests docs-api ## Fail when generated files (deepc
 ##@ Test
 
 .PHONY: k8s-binaries
-k8s-binaries: ## Build the Kubernetes binaries the tests need (cached in bin/k8s; 10-20 minutes when cold).
+k8s-binaries: ## Build the Kubernetes binaries the tests need (cached in bin/k8s; up to 35 minutes when cold).
 	$(K8S_BINARIES) $(K8S_TEST_BINARIES)
 
 .PHONY: k8s-binaries-all
