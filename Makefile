@@ -25,8 +25,8 @@ export GOWORK = off
 # packages they share (client-go, api, apimachinery and below) then compile once, not once per
 # configuration; hack/k8s/kubernetes selects the same versions of them as go.mod. The binaries'
 # versions come from -X flags, not from the checkout (-buildvcs=false). The compiler writes no DWARF:
-# every link here drops it (-w), and without it a cold build of kube-apiserver took 0.8 of the time
-# (docs/development.md); set GOFLAGS=-gcflags=all=-dwarf=true to step through a binary in a debugger.
+# every link here drops it (-w), and without it a cold build of kube-apiserver (huge pages on) took
+# 0.8 of the time (docs/development.md); set GOFLAGS=-gcflags=all=-dwarf=true for a debugger.
 export CGO_ENABLED = 0
 export GOFLAGS += -trimpath -buildvcs=false -gcflags=all=-dwarf=false
 

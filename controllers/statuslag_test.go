@@ -24,6 +24,7 @@ import (
 // marker on, until released: the manager's cache keeps showing what it saw before, as an informer
 // behind its API server does.
 type heldWatch struct {
+	rt       http.RoundTripper
 	resource string
 	marker   []byte
 	released chan struct{}
@@ -36,19 +37,14 @@ func newHeldWatch(resource, marker string) *heldWatch {
 
 func (h *heldWatch) release() { h.once.Do(func() { close(h.released) }) }
 
-func (h *heldWatch) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		resp, err := rt.RoundTrip(req)
-		if err == nil && req.URL.Query().Get("watch") == "true" && strings.HasSuffix(req.URL.Path, "/"+h.resource) {
-			resp.Body = &heldBody{ReadCloser: resp.Body, h: h}
-		}
-		return resp, err
-	})
+// RoundTrip sends req on, and holds back what the answer to a watch of the resource brings.
+func (h *heldWatch) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := h.rt.RoundTrip(req)
+	if err == nil && req.URL.Query().Get("watch") == "true" && strings.HasSuffix(req.URL.Path, "/"+h.resource) {
+		resp.Body = &heldBody{ReadCloser: resp.Body, h: h}
+	}
+	return resp, err
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // heldBody hands on what a watch received until the marker shows in it, then only once released.
 type heldBody struct {
@@ -88,7 +84,7 @@ func TestNoDecisionFromAStatusOlderThanItsOwnWrite(t *testing.T) {
 	const refusal = "no RAM volumes here"
 	held := newHeldWatch("scratchvolumes", refusal)
 	cfg := rest.CopyConfig(own.Config)
-	cfg.Wrap(held.wrap)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { held.rt = rt; return held })
 	testmanager.RunIn(t, cfg, own.Scheme, []string{ns}, nil)
 	t.Cleanup(held.release) // before the manager stops: its informers wait on the held watch
 
